@@ -1,0 +1,82 @@
+"""Input checks made once, at the library boundary.
+
+Bad input raises ``ValueError`` naming the problem; nothing returns NaN silently.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+EPS = 1e-16
+
+
+def _first_bad(mask: np.ndarray) -> str:
+    idx = np.flatnonzero(mask)
+    return f"{idx.size} value(s), first at index {idx[0]}"
+
+
+def check_scores(scores, name: str = "scores") -> np.ndarray:
+    """1-D float64 array of finite values in [0, 1]."""
+    s = np.asarray(scores)
+    if s.dtype == object or not (np.issubdtype(s.dtype, np.number) or s.dtype == bool):
+        raise ValueError(f"{name} must be numeric, got dtype {s.dtype}")
+    s = s.astype(np.float64, copy=False)
+    if s.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {s.shape}")
+    bad = ~np.isfinite(s)
+    if bad.any():
+        raise ValueError(f"{name} contain NaN or infinity: {_first_bad(bad)}")
+    bad = (s < 0.0) | (s > 1.0)
+    if bad.any():
+        raise ValueError(f"{name} must lie in [0, 1]: {_first_bad(bad)} outside "
+                         f"(min {s.min():.6g}, max {s.max():.6g})")
+    return s
+
+
+def check_labels(labels, name: str = "labels") -> np.ndarray:
+    """1-D float64 array of values in {0, 1}."""
+    y = np.asarray(labels)
+    if y.dtype == object or not (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
+        raise ValueError(f"{name} must be numeric 0/1, got dtype {y.dtype}")
+    y = y.astype(np.float64, copy=False)
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {y.shape}")
+    bad = ~np.isin(y, (0.0, 1.0))
+    if bad.any():
+        raise ValueError(f"{name} must be 0 or 1: {_first_bad(bad)} are not")
+    return y
+
+
+def check_binary(scores, labels, *, min_points: int = 2, need_both_classes: bool = True,
+                 n_folds: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Validate a (scores, labels) fitting set."""
+    s = check_scores(scores)
+    y = check_labels(labels)
+    if s.shape[0] != y.shape[0]:
+        raise ValueError(f"scores and labels differ in length: {s.shape[0]} != {y.shape[0]}")
+    if s.shape[0] < min_points:
+        raise ValueError(f"need at least {min_points} points, got {s.shape[0]}")
+    if n_folds is not None and s.shape[0] < n_folds:
+        raise ValueError(f"fewer points ({s.shape[0]}) than cross-validation folds ({n_folds})")
+    if need_both_classes:
+        n_pos = int(y.sum())
+        if n_pos == 0 or n_pos == y.shape[0]:
+            only = "1" if n_pos else "0"
+            raise ValueError(f"labels contain a single class (all {only}); "
+                             "this family needs both classes")
+    return s, y
+
+
+def logit(scores) -> np.ndarray:
+    """logit of scores clipped to [1e-16, 1 - 1e-16] (METHODS.md notation).
+
+    1 - 1e-16 is not a float64, so s and 1 - s are clipped separately: the
+    ends are exactly -/+ ln((1 - 1e-16) / 1e-16) ~ -/+36.84, symmetric.
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    return np.log(np.maximum(s, EPS)) - np.log(np.maximum(1.0 - s, EPS))
+
+
+def sigmoid(z) -> np.ndarray:
+    from scipy.special import expit
+
+    return expit(np.asarray(z, dtype=np.float64))

@@ -1,0 +1,94 @@
+"""Registry, input validation, CV selection rule, basic metrics."""
+import numpy as np
+import pytest
+
+from fitontest import metrics
+from fitontest.registry import Registry
+from fitontest.selection import complexity_rule, kfold_indices
+from fitontest.validation import check_binary, check_scores, logit
+
+
+def test_registry_register_get_names_and_errors():
+    reg = Registry("thing")
+
+    @reg.register("a", k=3)
+    @reg.register("b", k=5)
+    class Thing:
+        def __init__(self, k=1):
+            self.k = k
+
+    assert reg.names() == ["a", "b"]
+    assert reg.get("a").k == 3 and reg.get("b").k == 5 and reg.get("a", k=7).k == 7
+    assert reg.get("a") is not reg.get("a")
+    with pytest.raises(KeyError, match="unknown thing 'zzz'.*a, b"):
+        reg.get("zzz")
+    with pytest.raises(ValueError, match="already registered"):
+        reg.register("a")(Thing)
+
+
+@pytest.mark.parametrize("bad,msg", [
+    ([0.1, np.nan], "NaN or infinity"),
+    ([0.1, np.inf], "NaN or infinity"),
+    ([0.1, 1.5], r"in \[0, 1\]"),
+    ([-0.01, 0.5], r"in \[0, 1\]"),
+    ([[0.1, 0.2]], "1-D"),
+    (["a", "b"], "numeric"),
+])
+def test_bad_scores_are_named(bad, msg):
+    with pytest.raises(ValueError, match=msg):
+        check_scores(bad)
+
+
+def test_bad_binary_sets_are_named():
+    with pytest.raises(ValueError, match="must be 0 or 1"):
+        check_binary([0.1, 0.2], [0, 2])
+    with pytest.raises(ValueError, match="differ in length"):
+        check_binary([0.1, 0.2, 0.3], [0, 1])
+    with pytest.raises(ValueError, match="at least 2 points"):
+        check_binary([0.1], [1])
+    with pytest.raises(ValueError, match="single class"):
+        check_binary([0.1, 0.2], [1, 1])
+    with pytest.raises(ValueError, match="fewer points"):
+        check_binary([0.1, 0.2, 0.3], [0, 1, 0], n_folds=10)
+    s, y = check_binary([0, 1], [True, False])
+    assert s.dtype == np.float64 and y.tolist() == [1.0, 0.0]
+
+
+def test_logit_clips_at_1e16():
+    z = logit([0.0, 1.0, 0.5])
+    assert np.isfinite(z).all() and z[2] == 0.0
+    assert z[1] == pytest.approx(-np.log(1e-16)) and z[0] == -z[1]
+
+
+def test_complexity_rule_on_hand_made_table():
+    bins = [1, 2, 3, 4, 5]
+    # minimum 0.2000 at B=4; B=2 is within 0.1 % (0.2002 <= 0.2002), B=1 is not
+    assert complexity_rule(bins, [0.21, 0.2002, 0.2001, 0.2000, 0.2003]) == 2
+    # just outside the tolerance -> next qualifying one
+    assert complexity_rule(bins, [0.21, 0.20021, 0.2001, 0.2000, 0.2003]) == 3
+    # tol=0 is the arg-min
+    assert complexity_rule(bins, [0.21, 0.2002, 0.2001, 0.2000, 0.2003], tol=0) == 4
+    assert complexity_rule(bins, [np.nan, 0.3, 0.3, np.inf, 0.1]) == 5
+    with pytest.raises(ValueError, match="one CV score per candidate"):
+        complexity_rule(bins, [0.1])
+
+
+def test_kfold_partitions_and_is_seeded():
+    folds = kfold_indices(23, 5, seed=1)
+    held = np.concatenate([te for _, te in folds])
+    assert np.array_equal(np.sort(held), np.arange(23))
+    for tr, te in folds:
+        assert np.intersect1d(tr, te).size == 0 and tr.size + te.size == 23
+    assert all(np.array_equal(a[1], b[1]) for a, b in zip(folds, kfold_indices(23, 5, seed=1)))
+    assert not all(np.array_equal(a[1], b[1]) for a, b in zip(folds, kfold_indices(23, 5, seed=2)))
+
+
+def test_metrics_by_hand():
+    s = np.array([0.2, 0.6, 0.9])
+    c = np.array([0.1, 0.6, 0.5])
+    assert metrics.true_ce(s, c) == pytest.approx((0.1 + 0 + 0.4) / 3)
+    assert metrics.true_ce(s, c, p=2) == pytest.approx((0.01 + 0 + 0.16) / 3)
+    assert metrics.ce_estimate(s, [0.3, 0.6, 1.2]) == pytest.approx((0.1 + 0 + 0.3) / 3)
+    assert metrics.cmee([0.3, 0.6, 1.2], c) == pytest.approx((0.2 + 0 + 0.7) / 3)
+    with pytest.raises(ValueError, match="p must be 1 or 2"):
+        metrics.true_ce(s, c, p=3)
