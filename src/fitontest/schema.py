@@ -1,0 +1,50 @@
+"""Column contracts of the tidy result files every table is built from.
+
+``scores.parquet`` (evaluators): one row per
+(arch, task, calibrator, evaluator, size, seed, truth). ``truth`` names the
+true-map estimator the row was scored against, so each table can be built
+under every truth estimator by filtering one column.
+
+``calibrators.parquet`` (post-hoc calibrators on the hold-out): one row per
+(arch, task, calibrator, truth).
+
+Synthetic rows (``synthetic_scores.parquet``) use the evaluator columns with
+``shape`` and ``ce_level`` in place of (arch, task, calibrator) and
+``truth = "exact"``.
+"""
+from __future__ import annotations
+
+SCORE_KEYS = ["arch", "task", "calibrator", "evaluator", "size", "seed", "truth"]
+SCORE_VALUES = [
+    "ce_est",              # plug-in estimate mean |c_hat(s_i) - s_i| on the subset
+    "ce_est_sq",           # same, squared
+    "ce_est_debiased",     # debiased estimate where the family has one, else NaN
+    "ce_est_debiased_sq",
+    "ce_used",             # what the CE tables use: debiased where available, else plug-in
+    "ce_used_sq",
+    "true_ce",             # mean |s_i - c(s_i)| over the subset under this truth
+    "true_ce_sq",
+    "ce_error",            # |ce_used - true_ce|
+    "ce_error_sq",         # |ce_used_sq - true_ce_sq|
+    "cmee",                # mean |c_hat(s) - c(s)| over the whole hold-out (tables use this)
+    "cmee_sq",
+    "cmee_subset",         # the same over the subset points only
+    "cmee_subset_sq",
+    "hyper",               # chosen hyper-parameter (bins, pieces, ...) or NaN
+    "fit_seconds",
+]
+SCORE_COLUMNS = SCORE_KEYS + SCORE_VALUES
+
+CALIBRATOR_KEYS = ["arch", "task", "calibrator", "truth"]
+CALIBRATOR_VALUES = [
+    "kind",        # "none", "multiclass" or "binary"
+    "ceac",        # mean |c_hat_i - c'(c_hat_i)|: CE after calibration (Table 2)
+    "ceac_sq",
+    "cmee",        # mean |c_hat(s_i) - c(s_i)| against the truth of the uncalibrated scores
+    "cmee_sq",
+    "accuracy",    # hold-out accuracy of the calibrated binary scores thresholded at 1/2
+]
+CALIBRATOR_COLUMNS = CALIBRATOR_KEYS + CALIBRATOR_VALUES
+
+SYNTHETIC_KEYS = ["shape", "ce_level", "evaluator", "size", "seed", "truth"]
+SYNTHETIC_COLUMNS = SYNTHETIC_KEYS + SCORE_VALUES
