@@ -1,0 +1,34 @@
+# fitontest: the pseudo-real calibration study of Kängsepp, Valk & Kull as one DAG.
+#   snakemake --cores 2                              # embedded default (laptop)
+#   snakemake --cores 8 --configfile config/paper.yaml --config cifar5m_dir=/data/cifar5m
+from snakemake.utils import min_version, validate
+
+min_version("8.0")
+
+
+configfile: "config/config.yaml"
+
+
+validate(config, "workflow/schemas/config.schema.yaml")
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/calibrate.smk"
+include: "workflow/rules/truth.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/synthetic.smk"
+include: "workflow/rules/report.smk"
+
+
+# External evaluators: any rule file dropped in workflow/rules/evaluators/ (README).
+for _smk in sorted(Path(workflow.basedir, "workflow/rules/evaluators").glob("*.smk")):
+
+    include: _smk
+
+
+rule all:
+    input:
+        final_outputs,
+    default_target: True

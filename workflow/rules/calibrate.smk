@@ -1,0 +1,41 @@
+# Stage 3: post-hoc calibrators fitted on the validation split.
+# Multi-class calibrators work on logits, then every binary task is reduced;
+# binary calibrators work on the reduced scores of the uncalibrated model.
+# One job per (arch, calibrator) covers every task.
+
+
+rule calibrate_multiclass:
+    input:
+        val=res("logits/{arch}/val.npz"),
+        holdout=res("logits/{arch}/holdout.npz"),
+    output:
+        per_task("calibrated/{arch}/{task}/{calibrator}.npz"),
+    log:
+        logpath("calibrate/{arch}/{calibrator}.log"),
+    wildcard_constraints:
+        calibrator=alternatives(MULTICLASS_CALIBRATORS),
+    params:
+        tasks=config["tasks"],
+    resources:
+        mem_mb=8000,
+    script:
+        "../scripts/calibrate_multiclass.py"
+
+
+rule calibrate_binary:
+    input:
+        per_task("calibrated/{arch}/{task}/none.npz"),
+    output:
+        per_task("calibrated/{arch}/{task}/{calibrator}.npz"),
+    log:
+        logpath("calibrate/{arch}/{calibrator}.log"),
+    wildcard_constraints:
+        calibrator=alternatives(BINARY_CALIBRATORS),
+    params:
+        tasks=TASKS,
+        family_params=lambda w: config["family_params"].get(w.calibrator, {}),
+        seed=config["seed"],
+    resources:
+        mem_mb=8000,
+    script:
+        "../scripts/calibrate_binary.py"

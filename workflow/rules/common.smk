@@ -1,0 +1,77 @@
+# Shared names, wildcard constraints and input functions of every stage.
+import re
+from pathlib import Path
+
+from fitontest.config import calibrator_names, check_config
+
+# Fail before any job starts if a name, size or data file cannot work.
+check_config(config)
+
+ARCHS = list(config["archs"])
+TASKS = list(config["tasks"])
+MULTICLASS_CALIBRATORS = list(dict.fromkeys(["none", *config["calibrators"]["multiclass"]]))
+BINARY_CALIBRATORS = list(config["calibrators"]["binary"])
+CALIBRATORS = calibrator_names(config)
+EVAL = config["evaluation"]
+EVAL_CALIBRATORS = list(EVAL["calibrators"])
+EVALUATORS = list(EVAL["evaluators"])
+EXTERNAL_EVALUATORS = list(EVAL["external_evaluators"])
+SYNTHETIC = config["synthetic"]
+
+
+def alternatives(names):
+    """Regex matching exactly one of ``names`` (never matching if empty)."""
+    return "|".join(re.escape(n) for n in names) if names else "(?!x)x"
+
+
+wildcard_constraints:
+    exp=re.escape(config["exp"]),
+    arch=alternatives(ARCHS),
+    task=alternatives(TASKS),
+    split="val|holdout",
+
+
+def res(path):
+    """Output pattern under results/{exp}/."""
+    return "results/{exp}/" + path
+
+
+def logpath(path):
+    return "logs/{exp}/" + path
+
+
+def per_calibrator(pattern, calibrators):
+    """``pattern`` (with {arch}/{task}/{exp} wildcards kept) for every calibrator."""
+    return expand(res(pattern).replace("{", "{{").replace("}", "}}").replace(
+        "{{calibrator}}", "{calibrator}"), calibrator=calibrators)
+
+
+def per_task(pattern):
+    return expand(res(pattern).replace("{", "{{").replace("}", "}}").replace(
+        "{{task}}", "{task}"), task=TASKS)
+
+
+def data_params():
+    """The parts of the config that determine the images and the split."""
+    return {k: config[k] for k in ("data_source", "cifar5m_dir", "procedural", "split")}
+
+
+def score_files(wildcards=None):
+    evaluators = EVALUATORS + EXTERNAL_EVALUATORS
+    return expand(res("scores/{arch}/{task}/{calibrator}/{evaluator}.parquet"),
+                  exp=config["exp"], arch=ARCHS, task=TASKS,
+                  calibrator=EVAL_CALIBRATORS, evaluator=evaluators)
+
+
+def final_outputs(wildcards=None):
+    exp = config["exp"]
+    out = [
+        f"results/{exp}/scores.parquet",
+        f"results/{exp}/calibrators.parquet",
+        f"results/{exp}/tables",
+    ]
+    if config["report"]["figures"] != "none":
+        out.append(f"results/{exp}/figures")
+    if SYNTHETIC["enabled"]:
+        out.append(f"results/{exp}/synthetic_scores.parquet")
+    return out

@@ -1,0 +1,1 @@
+# synthetic experiments: filled by issue 7

@@ -1,0 +1,44 @@
+# Stage 2: train every network and export its logits on validation and hold-out.
+# A checkpoint (not an output) survives a failed or preempted job, so a rerun
+# resumes training where it stopped.
+
+
+rule train:
+    input:
+        split=res("data/split.json"),
+    output:
+        model=res("models/{arch}/model.pt"),
+        train_log=res("models/{arch}/train_log.csv"),
+    log:
+        logpath("train/{arch}.log"),
+    params:
+        data=data_params(),
+        arch=lambda w: config["archs"][w.arch],
+        training=config["training"],
+    threads: workflow.cores
+    resources:
+        gpu=0,
+        mem_mb=8000,
+        runtime=60,
+    script:
+        "../scripts/train.py"
+
+
+rule export_logits:
+    input:
+        model=res("models/{arch}/model.pt"),
+        split=res("data/split.json"),
+    output:
+        res("logits/{arch}/{split}.npz"),
+    log:
+        logpath("logits/{arch}/{split}.log"),
+    params:
+        data=data_params(),
+        training=config["training"],
+    threads: workflow.cores
+    resources:
+        gpu=0,
+        mem_mb=8000,
+        runtime=30,
+    script:
+        "../scripts/export_logits.py"

@@ -1,0 +1,24 @@
+"""Rule calibrator_metrics: CEAC and CMEE of every calibrator on the hold-out (Table 2)."""
+from pathlib import Path
+
+import pandas as pd
+
+from fitontest.experiment import calibrator_rows
+from fitontest.io import load_npz, save_parquet, script_logger
+from fitontest.schema import CALIBRATOR_COLUMNS
+
+log = script_logger(snakemake.log[0])
+multiclass = set(snakemake.params.multiclass)
+truth_files = {Path(p).parts[-3:]: p for p in snakemake.input.truth}
+rows = []
+for cal_path in snakemake.input.calibrated:
+    arch, task, fname = Path(cal_path).parts[-3:]
+    cal = fname.removesuffix(".npz")
+    kind = "none" if cal == "none" else ("multiclass" if cal in multiclass else "binary")
+    d = load_npz(cal_path)
+    for row in calibrator_rows(kind, d["holdout_scores"], d["holdout_labels"],
+                               load_npz(truth_files[(arch, task, fname)]),
+                               load_npz(truth_files[(arch, task, "none.npz")])):
+        rows.append({"arch": arch, "task": task, "calibrator": cal, **row})
+save_parquet(pd.DataFrame(rows)[CALIBRATOR_COLUMNS], snakemake.output[0])
+log.info("%d calibrator rows", len(rows))

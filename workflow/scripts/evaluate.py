@@ -1,0 +1,16 @@
+"""Rule evaluate: one evaluator fitted on every test subset of every evaluated calibrator."""
+from fitontest.experiment import family_params, score_evaluator, tidy
+from fitontest.io import load_npz, load_subsets, save_parquet, script_logger
+from fitontest.schema import SCORE_COLUMNS
+
+log = script_logger(snakemake.log[0])
+w = snakemake.wildcards
+params = family_params(w.evaluator, {w.evaluator: snakemake.params.family_params},
+                       snakemake.params.seed)
+subsets = load_subsets(snakemake.input.subsets)
+for cal, cal_path, truth_path, out in zip(snakemake.params.calibrators, snakemake.input.calibrated,
+                                          snakemake.input.truth, snakemake.output):
+    d = load_npz(cal_path)
+    rows = score_evaluator(w.evaluator, params, d["holdout_scores"], d["holdout_labels"],
+                           load_npz(truth_path), subsets, log=log.info)
+    save_parquet(tidy(rows, SCORE_COLUMNS, arch=w.arch, task=w.task, calibrator=cal), out)

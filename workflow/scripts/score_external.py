@@ -1,0 +1,13 @@
+"""Rule score_external: score the output of an external evaluator rule."""
+from fitontest.experiment import score_external, tidy
+from fitontest.io import load_npz, load_subsets, save_parquet, script_logger
+from fitontest.schema import SCORE_COLUMNS
+
+log = script_logger(snakemake.log[0])
+w = snakemake.wildcards
+d = load_npz(snakemake.input.calibrated)
+rows = score_external(w.evaluator, load_npz(snakemake.input.external), d["holdout_scores"],
+                      load_npz(snakemake.input.truth), load_subsets(snakemake.input.subsets))
+save_parquet(tidy(rows, SCORE_COLUMNS, arch=w.arch, task=w.task, calibrator=w.calibrator),
+             snakemake.output[0])
+log.info("scored %d rows of external evaluator %s", len(rows), w.evaluator)

@@ -1,0 +1,17 @@
+"""Rule split: the train/val/hold-out indices and the test subsets of the hold-out."""
+from fitontest.data import sources, split
+from fitontest.io import save_subsets, script_logger
+
+log = script_logger(snakemake.log[0])
+cfg = snakemake.params.data
+source = sources.open_source(cfg)
+parts = split.make_split(source.n_images, **cfg["split"])
+split.write_split(snakemake.output.split, parts,
+                  meta={"data_source": cfg["data_source"], "n_images": int(source.n_images),
+                        **cfg["split"]})
+log.info("split of %d images: %s", source.n_images,
+         {k: len(v) for k, v in parts.items()})
+subsets = split.subset_indices(cfg["split"]["n_holdout"], snakemake.params.sizes,
+                               snakemake.params.seeds)
+save_subsets(snakemake.output.subsets, subsets)
+log.info("test subsets: %s", sorted(subsets))

@@ -1,0 +1,19 @@
+"""Rule train: one network on the training split (resumes from its checkpoint)."""
+from pathlib import Path
+
+from fitontest import train
+from fitontest.data import sources, split
+from fitontest.io import script_logger
+
+log = script_logger(snakemake.log[0])
+arch, training = snakemake.params.arch, snakemake.params.training
+source = sources.open_source(snakemake.params.data)
+idx = split.read_split(snakemake.input.split)["train"]
+X, y = source.load(idx)
+log.info("training %s (%s recipe, overrides %s) on %d images", arch["model"], arch["recipe"],
+         arch.get("overrides", {}), len(y))
+recipe = {**train.RECIPES[arch["recipe"]], **arch.get("overrides", {})}
+train.train_model(arch["model"], X, y, recipe=recipe,
+                  out_dir=Path(snakemake.output.model).parent, device=training["device"],
+                  seed=training["seed"], num_classes=source.num_classes, log=log.info,
+                  progress=training["progress"])
