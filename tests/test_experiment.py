@@ -1,0 +1,96 @@
+"""Scoring of evaluators and calibrators against hand computations."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from fitontest.experiment import calibrator_rows, score_external, score_rows, tidy
+from fitontest.io import load_subsets, save_subsets
+from fitontest.schema import SCORE_COLUMNS, SCORE_VALUES
+
+
+def test_score_rows_by_hand():
+    hold = np.array([0.1, 0.4, 0.5, 0.9])
+    c_true = np.array([0.2, 0.4, 0.3, 0.7])
+    c_hat = np.array([0.15, 0.5, 0.5, 0.8])
+    pos = np.array([1, 3])
+    est = {"ce_est": 0.05, "ce_est_sq": 0.004, "ce_est_debiased": np.nan,
+           "ce_est_debiased_sq": 0.003}
+    (row,) = score_rows(c_hat, est, hold, pos, {"iso": c_true})
+    assert row["truth"] == "iso"
+    assert row["true_ce"] == pytest.approx((0.0 + 0.2) / 2)
+    assert row["true_ce_sq"] == pytest.approx((0.0 + 0.04) / 2)
+    # no L1 debiased value -> plug-in; L2 debiased value used
+    assert row["ce_used"] == 0.05 and row["ce_used_sq"] == 0.003
+    assert row["ce_error"] == pytest.approx(abs(0.05 - 0.1))
+    assert row["ce_error_sq"] == pytest.approx(abs(0.003 - 0.02))
+    assert row["cmee"] == pytest.approx((0.05 + 0.1 + 0.2 + 0.1) / 4)
+    assert row["cmee_subset"] == pytest.approx((0.1 + 0.1) / 2)
+    assert row["cmee_sq"] == pytest.approx((0.0025 + 0.01 + 0.04 + 0.01) / 4)
+
+
+def test_estimate_only_rows_have_no_cmee():
+    hold = np.linspace(0, 1, 5)
+    est = {"ce_est": 0.1, "ce_est_sq": 0.01, "ce_est_debiased": np.nan,
+           "ce_est_debiased_sq": np.nan}
+    (row,) = score_rows(None, est, hold, np.arange(5), {"t": hold})
+    assert np.isnan(row["cmee"]) and row["true_ce"] == 0 and row["ce_error"] == 0.1
+
+
+def _external_setup():
+    rng = np.random.default_rng(0)
+    hold = rng.random(50)
+    subsets = {(10, 0): np.arange(10), (20, 0): np.arange(10, 30)}
+    truths = {"iso": hold ** 2}
+    return hold, subsets, truths
+
+
+def test_score_external_with_map_computes_estimate_itself():
+    hold, subsets, truths = _external_setup()
+    c_hat = np.stack([hold * 0.9, hold * 0.8])
+    out = {"size": np.array([10, 20]), "seed": np.array([0, 0]), "c_hat": c_hat}
+    df = score_external("ext", out, hold, truths, subsets)
+    assert len(df) == 2 and set(df.evaluator) == {"ext"}
+    r = df.set_index("size").loc[20]
+    pos = subsets[(20, 0)]
+    assert r.ce_est == pytest.approx(np.mean(np.abs(0.8 * hold[pos] - hold[pos])))
+    assert r.cmee == pytest.approx(np.mean(np.abs(0.8 * hold - hold ** 2)))
+    assert np.isnan(r.hyper)
+
+
+def test_score_external_errors_name_the_problem():
+    hold, subsets, truths = _external_setup()
+    with pytest.raises(ValueError, match="lacks the key 'seed'"):
+        score_external("ext", {"size": np.array([10]), "ce_est": np.array([0.1])}, hold,
+                       truths, subsets)
+    with pytest.raises(ValueError, match=r"no row for \(size, seed\) \[\(20, 0\)\]"):
+        score_external("ext", {"size": np.array([10]), "seed": np.array([0]),
+                               "ce_est": np.array([0.1])}, hold, truths, subsets)
+    with pytest.raises(ValueError, match="c_hat has shape"):
+        score_external("ext", {"size": np.array([10, 20]), "seed": np.array([0, 0]),
+                               "c_hat": np.zeros((2, 3))}, hold, truths, subsets)
+
+
+def test_calibrator_rows_ceac_and_cmee_by_hand():
+    s = np.array([0.2, 0.8])
+    (row,) = calibrator_rows("binary", s, np.array([0, 1]), {"t": np.array([0.3, 0.6])},
+                             {"t": np.array([0.2, 0.5])})
+    assert row["ceac"] == pytest.approx(0.15) and row["cmee"] == pytest.approx(0.15)
+    assert row["ceac_sq"] == pytest.approx((0.01 + 0.04) / 2)
+    assert row["accuracy"] == 1.0 and row["kind"] == "binary"
+
+
+def test_tidy_orders_columns_and_rejects_missing(tmp_path):
+    frame = pd.DataFrame([{c: 0.0 for c in SCORE_VALUES} | {"evaluator": "e", "size": 1,
+                                                             "seed": 0, "truth": "t"}])
+    out = tidy(frame, SCORE_COLUMNS, arch="a", task="car", calibrator="none")
+    assert list(out.columns) == SCORE_COLUMNS
+    with pytest.raises(ValueError, match="lacks columns"):
+        tidy(frame.drop(columns="cmee"), SCORE_COLUMNS, arch="a", task="t", calibrator="c")
+
+
+def test_subsets_roundtrip(tmp_path):
+    subsets = {(1000, 0): np.arange(5), (3000, 2): np.arange(5, 9)}
+    save_subsets(tmp_path / "s.npz", subsets)
+    back = load_subsets(tmp_path / "s.npz")
+    assert back.keys() == subsets.keys()
+    assert all(np.array_equal(back[k], subsets[k]) for k in subsets)
