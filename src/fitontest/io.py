@@ -83,3 +83,20 @@ def load_subsets(path) -> dict[tuple[int, int], np.ndarray]:
         size, seed = key.removeprefix("size").split("_seed")
         out[(int(size), int(seed))] = idx
     return out
+
+
+def limit_threads(n: int) -> None:
+    """Run this job's numerical code on ``n`` threads (Snakemake's ``threads``).
+
+    Environment variables reach libraries loaded later (torch reads
+    OMP_NUM_THREADS when first imported); threadpoolctl limits the BLAS that
+    numpy has already loaded.
+    """
+    n = max(1, int(n))
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = str(n)
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(n)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(n)

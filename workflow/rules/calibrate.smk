@@ -18,6 +18,8 @@ rule calibrate_multiclass:
         tasks=config["tasks"],
     resources:
         mem_mb=8000,
+    conda:
+        CONDA_ENV
     script:
         "../scripts/calibrate_multiclass.py"
 
@@ -37,5 +39,7 @@ rule calibrate_binary:
         seed=config["seed"],
     resources:
         mem_mb=8000,
+    conda:
+        CONDA_ENV
     script:
         "../scripts/calibrate_binary.py"

@@ -17,6 +17,8 @@ EVAL_CALIBRATORS = list(EVAL["calibrators"])
 EVALUATORS = list(EVAL["evaluators"])
 EXTERNAL_EVALUATORS = list(EVAL["external_evaluators"])
 SYNTHETIC = config["synthetic"]
+# one pinned environment for every rule (used with --sdm conda)
+CONDA_ENV = "../../envs/fitontest.yaml"
 
 
 def alternatives(names):

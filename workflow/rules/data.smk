@@ -13,5 +13,7 @@ rule split:
         seeds=EVAL["seeds"],
     resources:
         mem_mb=4000,
+    conda:
+        CONDA_ENV
     script:
         "../scripts/split.py"

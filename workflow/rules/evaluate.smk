@@ -20,6 +20,8 @@ rule evaluate:
         seed=config["seed"],
     resources:
         mem_mb=8000,
+    conda:
+        CONDA_ENV
     script:
         "../scripts/evaluate.py"
 
@@ -40,6 +42,8 @@ rule score_external:
     wildcard_constraints:
         evaluator=alternatives(EXTERNAL_EVALUATORS),
         calibrator=alternatives(EVAL_CALIBRATORS),
+    conda:
+        CONDA_ENV
     script:
         "../scripts/score_external.py"
 
@@ -51,6 +55,8 @@ rule collect_scores:
         res("scores.parquet"),
     log:
         logpath("collect_scores.log"),
+    conda:
+        CONDA_ENV
     script:
         "../scripts/collect.py"
 
@@ -67,5 +73,7 @@ rule calibrator_metrics:
         logpath("calibrator_metrics.log"),
     params:
         multiclass=MULTICLASS_CALIBRATORS,
+    conda:
+        CONDA_ENV
     script:
         "../scripts/calibrator_metrics.py"

@@ -14,6 +14,8 @@ rule tables:
     params:
         ranked=EVAL["ranked_calibrators"],
         main_truth=config["truth"][0],
+    conda:
+        CONDA_ENV
     script:
         "../scripts/tables.py"
 
@@ -33,5 +35,7 @@ rule figures:
         which=config["report"]["figures"],
         truth=config["truth"][0],
         label=lambda w: f"{ARCHS[0]} / {TASKS[-1]}",
+    conda:
+        CONDA_ENV
     script:
         "../scripts/figures.py"

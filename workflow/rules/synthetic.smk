@@ -16,6 +16,8 @@ rule synthetic_evaluate:
         seed=config["seed"],
     resources:
         mem_mb=4000,
+    conda:
+        CONDA_ENV
     script:
         "../scripts/synthetic_evaluate.py"
 
@@ -28,5 +30,7 @@ rule synthetic_collect:
         res("synthetic_scores.parquet"),
     log:
         logpath("synthetic/collect.log"),
+    conda:
+        CONDA_ENV
     script:
         "../scripts/collect.py"

@@ -20,6 +20,8 @@ rule train:
         gpu=0,
         mem_mb=8000,
         runtime=60,
+    conda:
+        CONDA_ENV
     script:
         "../scripts/train.py"
 
@@ -40,5 +42,7 @@ rule export_logits:
         gpu=0,
         mem_mb=8000,
         runtime=30,
+    conda:
+        CONDA_ENV
     script:
         "../scripts/export_logits.py"

@@ -12,5 +12,7 @@ rule truth:
         truths=config["truth"],
     resources:
         mem_mb=8000,
+    conda:
+        CONDA_ENV
     script:
         "../scripts/truth.py"

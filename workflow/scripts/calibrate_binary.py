@@ -2,9 +2,10 @@
 import numpy as np
 
 from fitontest.experiment import family_params, fit_family
-from fitontest.io import load_npz, save_npz, script_logger
+from fitontest.io import limit_threads, load_npz, save_npz, script_logger
 
 log = script_logger(snakemake.log[0])
+limit_threads(snakemake.threads)
 name = snakemake.wildcards.calibrator
 params = family_params(name, {name: snakemake.params.family_params}, snakemake.params.seed)
 for task, src, out in zip(snakemake.params.tasks, snakemake.input, snakemake.output):

@@ -2,9 +2,10 @@
 import numpy as np
 
 from fitontest import multiclass, tasks
-from fitontest.io import load_npz, save_npz, script_logger
+from fitontest.io import limit_threads, load_npz, save_npz, script_logger
 
 log = script_logger(snakemake.log[0])
+limit_threads(snakemake.threads)
 name = snakemake.wildcards.calibrator
 val, hold = load_npz(snakemake.input.val), load_npz(snakemake.input.holdout)
 cal = multiclass.get(name).fit(val["logits"].astype(np.float64), val["labels"])

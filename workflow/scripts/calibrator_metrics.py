@@ -4,10 +4,11 @@ from pathlib import Path
 import pandas as pd
 
 from fitontest.experiment import calibrator_rows
-from fitontest.io import load_npz, save_parquet, script_logger
+from fitontest.io import limit_threads, load_npz, save_parquet, script_logger
 from fitontest.schema import CALIBRATOR_COLUMNS
 
 log = script_logger(snakemake.log[0])
+limit_threads(snakemake.threads)
 multiclass = set(snakemake.params.multiclass)
 truth_files = {Path(p).parts[-3:]: p for p in snakemake.input.truth}
 rows = []

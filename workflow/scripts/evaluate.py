@@ -1,9 +1,10 @@
 """Rule evaluate: one evaluator fitted on every test subset of every evaluated calibrator."""
 from fitontest.experiment import family_params, score_evaluator, tidy
-from fitontest.io import load_npz, load_subsets, save_parquet, script_logger
+from fitontest.io import limit_threads, load_npz, load_subsets, save_parquet, script_logger
 from fitontest.schema import SCORE_COLUMNS
 
 log = script_logger(snakemake.log[0])
+limit_threads(snakemake.threads)
 w = snakemake.wildcards
 params = family_params(w.evaluator, {w.evaluator: snakemake.params.family_params},
                        snakemake.params.seed)

@@ -1,9 +1,10 @@
 """Rule export_logits: logits of one trained network on one split, in chunks."""
 from fitontest import train
 from fitontest.data import sources, split
-from fitontest.io import script_logger
+from fitontest.io import limit_threads, script_logger
 
 log = script_logger(snakemake.log[0])
+limit_threads(snakemake.threads)
 training = snakemake.params.training
 source = sources.open_source(snakemake.params.data)
 idx = split.read_split(snakemake.input.split)[snakemake.wildcards.split]

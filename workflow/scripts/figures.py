@@ -2,9 +2,10 @@
 import pandas as pd
 
 from fitontest import figures
-from fitontest.io import load_npz, script_logger
+from fitontest.io import limit_threads, load_npz, script_logger
 
 log = script_logger(snakemake.log[0])
+limit_threads(snakemake.threads)
 scores = pd.read_parquet(snakemake.input.scores)
 calibrated = load_npz(snakemake.input.calibrated[0])
 true_map = load_npz(snakemake.input.truth[0])[snakemake.params.truth]

@@ -1,9 +1,10 @@
 """Rule score_external: score the output of an external evaluator rule."""
 from fitontest.experiment import score_external, tidy
-from fitontest.io import load_npz, load_subsets, save_parquet, script_logger
+from fitontest.io import limit_threads, load_npz, load_subsets, save_parquet, script_logger
 from fitontest.schema import SCORE_COLUMNS
 
 log = script_logger(snakemake.log[0])
+limit_threads(snakemake.threads)
 w = snakemake.wildcards
 d = load_npz(snakemake.input.calibrated)
 rows = score_external(w.evaluator, load_npz(snakemake.input.external), d["holdout_scores"],

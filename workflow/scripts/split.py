@@ -1,8 +1,9 @@
 """Rule split: the train/val/hold-out indices and the test subsets of the hold-out."""
 from fitontest.data import sources, split
-from fitontest.io import save_subsets, script_logger
+from fitontest.io import limit_threads, save_subsets, script_logger
 
 log = script_logger(snakemake.log[0])
+limit_threads(snakemake.threads)
 cfg = snakemake.params.data
 source = sources.open_source(cfg)
 parts = split.make_split(source.n_images, **cfg["split"])

@@ -1,9 +1,10 @@
 """Rule synthetic_evaluate: one evaluator on one synthetic shape, every level/size/seed."""
 from fitontest.experiment import family_params
-from fitontest.io import save_parquet, script_logger
+from fitontest.io import limit_threads, save_parquet, script_logger
 from fitontest.synthetic_study import score_shape
 
 log = script_logger(snakemake.log[0])
+limit_threads(snakemake.threads)
 w, syn = snakemake.wildcards, snakemake.params.synthetic
 params = family_params(w.evaluator, {w.evaluator: snakemake.params.family_params},
                        snakemake.params.seed)

@@ -2,9 +2,10 @@
 import pandas as pd
 
 from fitontest import tables
-from fitontest.io import script_logger
+from fitontest.io import limit_threads, script_logger
 
 log = script_logger(snakemake.log[0])
+limit_threads(snakemake.threads)
 synthetic = pd.read_parquet(snakemake.input.synthetic[0]) if snakemake.input.synthetic else None
 written = tables.write_all(pd.read_parquet(snakemake.input.scores),
                            pd.read_parquet(snakemake.input.calibrators),

@@ -3,9 +3,10 @@ from pathlib import Path
 
 from fitontest import train
 from fitontest.data import sources, split
-from fitontest.io import script_logger
+from fitontest.io import limit_threads, script_logger
 
 log = script_logger(snakemake.log[0])
+limit_threads(snakemake.threads)
 arch, training = snakemake.params.arch, snakemake.params.training
 source = sources.open_source(snakemake.params.data)
 idx = split.read_split(snakemake.input.split)["train"]

@@ -2,9 +2,10 @@
 import time
 
 from fitontest import truth
-from fitontest.io import load_npz, save_npz, script_logger
+from fitontest.io import limit_threads, load_npz, save_npz, script_logger
 
 log = script_logger(snakemake.log[0])
+limit_threads(snakemake.threads)
 for src, out in zip(snakemake.input, snakemake.output):
     d = load_npz(src)
     maps = {}

@@ -14,5 +14,7 @@ rule ece_ew10_external:
         temp("results/{exp}/external/{arch}/{task}/{calibrator}/ece_ew10_external.npz"),
     log:
         "logs/{exp}/external/{arch}/{task}/{calibrator}/ece_ew10_external.log",
+    conda:
+        "../../../envs/fitontest.yaml"
     script:
         "../../scripts/external/ece_ew10.py"
