@@ -65,14 +65,15 @@ def score_files(wildcards=None):
                   calibrator=EVAL_CALIBRATORS, evaluator=evaluators)
 
 
+PSEUDO_REAL = config["pseudo_real"]
+
+
 def final_outputs(wildcards=None):
     exp = config["exp"]
-    out = [
-        f"results/{exp}/scores.parquet",
-        f"results/{exp}/calibrators.parquet",
-        f"results/{exp}/tables",
-    ]
-    if config["report"]["figures"] != "none":
+    out = [f"results/{exp}/tables"]
+    if PSEUDO_REAL:
+        out += [f"results/{exp}/scores.parquet", f"results/{exp}/calibrators.parquet"]
+    if PSEUDO_REAL and config["report"]["figures"] != "none":
         out.append(f"results/{exp}/figures")
     if SYNTHETIC["enabled"]:
         out.append(f"results/{exp}/synthetic_scores.parquet")

@@ -3,10 +3,9 @@
 
 rule tables:
     input:
-        scores=res("scores.parquet"),
-        calibrators=res("calibrators.parquet"),
-        synthetic=lambda w: ([res("synthetic_scores.parquet").format(exp=w.exp)]
-                             if SYNTHETIC["enabled"] else []),
+        scores=res("scores.parquet") if PSEUDO_REAL else [],
+        calibrators=res("calibrators.parquet") if PSEUDO_REAL else [],
+        synthetic=res("synthetic_scores.parquet") if SYNTHETIC["enabled"] else [],
     output:
         directory(res("tables")),
     log:
