@@ -40,6 +40,30 @@ def calibrator_names(config: Mapping[str, Any]) -> list[str]:
 
 def check_config(config: Mapping[str, Any]) -> None:
     """Raise :class:`ConfigError` for the first value that cannot work."""
+    check_synthetic(config)
+    check_family_params("family_params", config.get("family_params"))
+    if config.get("pseudo_real", True):
+        check_pseudo_real(config)
+
+
+def check_synthetic(config: Mapping[str, Any]) -> None:
+    syn = config.get("synthetic") or {}
+    if not syn.get("enabled"):
+        return
+    from . import families
+    from .data import synthetic
+
+    _unknown("synthetic.shapes", syn["shapes"], synthetic.SHAPES)
+    _unknown("synthetic.evaluators", syn["evaluators"], families.names())
+    for shape in syn["shapes"]:
+        for ce in syn["ce_levels"]:
+            try:
+                synthetic.alpha(shape, ce)
+            except ValueError as e:
+                raise ConfigError(f"config key 'synthetic.ce_levels': {e}") from None
+
+
+def check_pseudo_real(config: Mapping[str, Any]) -> None:
     from . import families, models, multiclass, train, truth
     from .data import sources
 
@@ -79,21 +103,6 @@ def check_config(config: Mapping[str, Any]) -> None:
                           f"points, more than split.n_holdout = {n_holdout}")
     if len(set(ev["sizes"])) != len(ev["sizes"]):
         raise ConfigError(f"config key 'evaluation.sizes': repeated sizes {ev['sizes']}")
-    check_family_params("family_params", config.get("family_params"))
-
-    syn = config.get("synthetic") or {}
-    if syn.get("enabled"):
-        from .data import synthetic
-
-        _unknown("synthetic.shapes", syn["shapes"], synthetic.SHAPES)
-        _unknown("synthetic.evaluators", syn["evaluators"], families.names())
-        for shape in syn["shapes"]:
-            for ce in syn["ce_levels"]:
-                try:
-                    synthetic.alpha(shape, ce)
-                except ValueError as e:
-                    raise ConfigError(f"config key 'synthetic.ce_levels': {e}") from None
-
     try:
         sources.check_source(config)
     except (ValueError, FileNotFoundError) as e:
