@@ -1,0 +1,49 @@
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def snakemake_cmd() -> list[str]:
+    exe = Path(sys.executable).with_name("snakemake")
+    return [str(exe)] if exe.exists() else [shutil.which("snakemake") or "snakemake"]
+
+
+def run_snakemake(workdir: Path, *args: str, config: dict | None = None,
+                  timeout: int = 600) -> subprocess.CompletedProcess:
+    """Run the repository's Snakefile with results under ``workdir``."""
+    cmd = snakemake_cmd() + ["-s", str(REPO / "Snakefile"), "-d", str(workdir)]
+    if config is not None:
+        path = workdir / "test-config.yaml"
+        path.write_text(yaml.safe_dump(config))
+        cmd += ["--configfile", str(path)]
+    return subprocess.run(cmd + list(args), capture_output=True, text=True, timeout=timeout,
+                          cwd=REPO)
+
+
+def load_config(name: str = "config.yaml") -> dict:
+    return yaml.safe_load((REPO / "config" / name).read_text())
+
+
+def write_mini_cifar5m(directory: Path, n_per_part: int = 300, naming: str = "part{i}.npz",
+                       compressed: bool = False) -> Path:
+    """Six part files with the keys, dtypes and shapes of CIFAR-5m."""
+    directory.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    save = np.savez_compressed if compressed else np.savez
+    for i in range(6):
+        X = rng.integers(0, 256, size=(n_per_part, 32, 32, 3), dtype=np.uint8)
+        Y = rng.integers(0, 10, size=n_per_part).astype(np.int64)
+        save(directory / naming.format(i=i), X=X, Y=Y)
+    return directory
+
+
+@pytest.fixture
+def mini_cifar5m(tmp_path):
+    return write_mini_cifar5m(tmp_path / "cifar5m")

@@ -1,0 +1,154 @@
+"""The Snakemake DAG: dry runs of the shipped configs and a tiny real run."""
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import REPO, load_config, run_snakemake, write_mini_cifar5m
+
+pytestmark = pytest.mark.workflow
+
+STAGES = ["split", "train", "export_logits", "calibrate_multiclass", "calibrate_binary",
+          "truth", "evaluate", "score_external", "collect_scores", "calibrator_metrics",
+          "tables", "figures", "synthetic_evaluate", "synthetic_collect"]
+
+
+def job_counts(stdout: str) -> dict[str, int]:
+    """Rule -> job count from Snakemake's 'Job stats' table."""
+    counts = {}
+    for line in stdout.splitlines():
+        m = re.match(r"^(\w+)\s+(\d+)$", line.strip())
+        if m and m.group(1) != "total":
+            counts[m.group(1)] = int(m.group(2))
+    return counts
+
+
+def test_default_config_dry_run_lists_every_stage(tmp_path):
+    out = run_snakemake(tmp_path, "-n", "--cores", "2", config=load_config())
+    assert out.returncode == 0, out.stderr[-3000:]
+    counts = job_counts(out.stdout + out.stderr)
+    missing = [s for s in STAGES if s not in counts]
+    assert not missing, f"stages without jobs: {missing}\n{out.stdout[-2000:]}"
+    cfg = load_config()
+    n_arch, n_task = len(cfg["archs"]), len(cfg["tasks"])
+    assert counts["train"] == n_arch
+    assert counts["evaluate"] == n_arch * n_task * len(cfg["evaluation"]["evaluators"])
+
+
+def test_paper_config_dry_run_on_miniature_cifar5m(tmp_path):
+    data = write_mini_cifar5m(tmp_path / "cifar5m", n_per_part=50)
+    cfg = load_config("paper.yaml")
+    cfg["cifar5m_dir"] = str(data)
+    out = run_snakemake(tmp_path, "-n", "--cores", "2", config=cfg)
+    assert out.returncode == 0, out.stderr[-3000:]
+    counts = job_counts(out.stdout + out.stderr)
+    n_arch, n_task = len(cfg["archs"]), len(cfg["tasks"])
+    n_mc = len(set(["none"] + cfg["calibrators"]["multiclass"]))
+    assert counts["split"] == 1
+    assert counts["train"] == n_arch
+    assert counts["export_logits"] == 2 * n_arch
+    assert counts["calibrate_multiclass"] == n_arch * n_mc
+    assert counts["calibrate_binary"] == n_arch * len(cfg["calibrators"]["binary"])
+    assert counts["truth"] == n_arch * n_task
+    assert counts["evaluate"] == n_arch * n_task * len(cfg["evaluation"]["evaluators"])
+    assert 100 <= sum(counts.values()) <= 5000
+
+
+def tiny_config() -> dict:
+    cfg = load_config()
+    cfg.update(
+        exp="tiny",
+        split={"n_train": 1500, "n_val": 600, "n_holdout": 4000, "seed": 0},
+        archs={"net": {"model": cfg["archs"]["resnet"]["model"], "recipe": "small",
+                       "overrides": {"epochs": 1}}},
+        tasks={"car": 1, "confidence": None},
+        calibrators={"multiclass": ["none", "temps"], "binary": ["isotonic", "platt"]},
+        truth=["isotonic", "es100_slope1"],
+        evaluation={"calibrators": ["none", "temps", "isotonic", "platt"],
+                    "sizes": [300, 800], "seeds": [0],
+                    "evaluators": ["ece_es15", "isotonic"],
+                    "external_evaluators": ["ece_ew10_external"],
+                    "ranked_calibrators": ["none", "temps", "isotonic", "platt"]},
+        synthetic={"enabled": True, "shapes": ["square", "stairs"], "ce_levels": [0.0, 0.05],
+                   "sizes": [300], "seeds": [0], "evaluators": ["ece_es15", "isotonic"],
+                   "n_test": 20000},
+    )
+    return cfg
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("tiny")
+    out = run_snakemake(workdir, "--cores", "2", config=tiny_config(), timeout=900)
+    assert out.returncode == 0, (out.stdout[-3000:], out.stderr[-5000:])
+    return workdir / "results" / "tiny"
+
+
+def test_tiny_run_scores_cover_the_grid(tiny_run):
+    cfg = tiny_config()
+    scores = pd.read_parquet(tiny_run / "scores.parquet")
+    ev = cfg["evaluation"]
+    evaluators = ev["evaluators"] + ev["external_evaluators"]
+    got = set(map(tuple, scores[["arch", "task", "calibrator", "evaluator"]].drop_duplicates()
+                  .to_numpy()))
+    want = {(a, t, c, e) for a in cfg["archs"] for t in cfg["tasks"]
+            for c in ev["calibrators"] for e in evaluators}
+    assert got == want
+    assert len(scores) == len(want) * len(ev["sizes"]) * len(ev["seeds"]) * len(cfg["truth"])
+    for col in ["ce_est", "true_ce", "ce_error", "cmee", "cmee_sq", "fit_seconds"]:
+        vals = scores[col].to_numpy()
+        assert np.isfinite(vals).all() and (vals >= 0).all(), col
+    assert (scores[["true_ce", "cmee"]] <= 1).all().all()
+
+
+def test_tiny_run_external_evaluator_matches_textbook_ece(tiny_run):
+    """The example external rule is EW-10 ECE: check it against the formula."""
+    scores = pd.read_parquet(tiny_run / "scores.parquet")
+    row = scores[(scores.evaluator == "ece_ew10_external") & (scores.truth == "isotonic")
+                 & (scores.calibrator == "none") & (scores.task == "car")
+                 & (scores["size"] == 300)].iloc[0]
+    from fitontest.io import load_npz, load_subsets
+
+    d = load_npz(tiny_run / "calibrated/net/car/none.npz")
+    pos = load_subsets(tiny_run / "data/subsets.npz")[(300, 0)]
+    s, y = d["holdout_scores"][pos], d["holdout_labels"][pos].astype(float)
+    b = np.minimum((s * 10).astype(int), 9)
+    ece = sum(abs(s[b == k].sum() - y[b == k].sum()) for k in range(10)) / len(s)
+    assert row.ce_est == pytest.approx(ece, abs=1e-6)
+
+
+def test_tiny_run_tables_contain_every_evaluator(tiny_run):
+    cfg = tiny_config()
+    tables = tiny_run / "tables"
+    md = {p.name: p.read_text() for p in tables.glob("*.md")}
+    assert md, "no Markdown tables written"
+    cmee_tables = [t for n, t in md.items() if "cmee" in n and "synthetic" not in n]
+    assert cmee_tables
+    for ev in cfg["evaluation"]["evaluators"] + cfg["evaluation"]["external_evaluators"]:
+        assert any(ev in t for t in cmee_tables), ev
+    assert any("synthetic" in n for n in md), "no synthetic tables"
+    assert list(tables.glob("*.csv")) and list(tables.glob("*.tex"))
+
+
+def test_tiny_run_calibrator_metrics_and_figures(tiny_run):
+    cal = pd.read_parquet(tiny_run / "calibrators.parquet")
+    assert set(cal.calibrator) == {"none", "temps", "isotonic", "platt"}
+    assert np.isfinite(cal[["ceac", "cmee"]].to_numpy()).all()
+    # the uncalibrated model: calibrated scores = uncalibrated, so CEAC == CMEE
+    none = cal[cal.calibrator == "none"]
+    assert np.allclose(none.ceac, none.cmee)
+    assert list((tiny_run / "figures").glob("*.png"))
+
+
+def test_tiny_run_is_deterministic_in_its_split(tiny_run, tmp_path):
+    """Re-running the split rule alone gives the same subsets."""
+    from fitontest.io import load_subsets
+
+    out = run_snakemake(tmp_path, "--cores", "1", "results/tiny/data/subsets.npz",
+                        config=tiny_config())
+    assert out.returncode == 0, out.stderr[-3000:]
+    a = load_subsets(tiny_run / "data/subsets.npz")
+    b = load_subsets(tmp_path / "results/tiny/data/subsets.npz")
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
