@@ -539,11 +539,7 @@ def table4_ce_error(scores: pd.DataFrame, truth: str | None = None, *, tasks: st
     return _make(values, name, caption, ranked=not std)
 
 
-def table4_spearman(scores: pd.DataFrame, truth: str | None = None, *, tasks: str = "ovr",
-                    squared: bool = False, ranked_calibrators: Sequence[str] | None = None,
-                    stat: str = "mean") -> Table | None:
-    """Table 4 (right): mean Spearman correlation, across the ranked
-    calibrators, between estimated and true CE, by test size (higher is better)."""
+def _spearman_input(scores, truth, tasks, squared, ranked_calibrators):
     f = _task_subset(select_truth(scores, truth), tasks) if not scores.empty else scores
     if f.empty:
         return None
@@ -551,12 +547,26 @@ def table4_spearman(scores: pd.DataFrame, truth: str | None = None, *, tasks: st
     x, y = ("ce_used_sq", "true_ce_sq") if squared else ("ce_used", "true_ce")
     rho = spearman_by_group(f, item="calibrator", x=x, y=y, items=chosen)
     # keep every evaluator as a column, even one without any defined correlation
-    order = _order(f, "evaluator")
-    n_nan = int(rho["spearman"].isna().sum())
-    if rho.empty:
+    return f, rho, note, x, y, _order(f, "evaluator")
+
+
+def table4_spearman(scores: pd.DataFrame, truth: str | None = None, *, tasks: str = "ovr",
+                    squared: bool = False, ranked_calibrators: Sequence[str] | None = None,
+                    stat: str = "mean", _computed=None) -> Table | None:
+    """Table 4 (right): mean Spearman correlation, across the ranked
+    calibrators, between estimated and true CE, by test size (higher is better)."""
+    computed = _computed or _spearman_input(scores, truth, tasks, squared, ranked_calibrators)
+    if computed is None:
         return None
-    values = aggregate(rho, "spearman", ["size"], stat=stat, scale=1.0, column_order=order)
+    f, rho, note, x, y, order = computed
+    n_nan = int(rho["spearman"].isna().sum())
     notes = [note]
+    if rho.empty:   # no estimate/truth pairs at all: every cell undefined
+        values = pd.DataFrame(np.nan, index=pd.Index(_order(f, "size"), name="size"),
+                              columns=order)
+        notes.append(f"No finite ({x}, {y}) pairs: every correlation is undefined.")
+    else:
+        values = aggregate(rho, "spearman", ["size"], stat=stat, scale=1.0, column_order=order)
     if n_nan:
         notes.append(f"{n_nan} of {len(rho)} groups had a constant estimate or truth "
                      f"(correlation undefined) and were skipped.")
@@ -605,11 +615,12 @@ def build_tables(scores: pd.DataFrame | None, calibrators: pd.DataFrame | None,
             out.append(table3_cmee(scores, truth, squared=squared, stat="std"))
         for squared in (False, True):
             for tasks in ("ovr", "confidence"):
+                rho = _spearman_input(scores, truth, tasks, squared, ranked_calibrators)
                 for stat in ("mean", "std"):
                     out.append(table4_ce_error(scores, truth, tasks=tasks, squared=squared,
                                                stat=stat))
                     out.append(table4_spearman(scores, truth, tasks=tasks, squared=squared,
-                                               ranked_calibrators=ranked_calibrators, stat=stat))
+                                               stat=stat, _computed=rho))
         out.append(hyper_table(scores, truth, stat="mean"))
         out.append(hyper_table(scores, truth, stat="mode"))
     return [t for t in out if t is not None]

@@ -1,0 +1,220 @@
+"""Table builders on small hand-made tidy frames; expected numbers computed by hand."""
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fitontest import tables
+from fitontest.schema import (CALIBRATOR_COLUMNS, SCORE_COLUMNS, SCORE_VALUES,
+                              SYNTHETIC_COLUMNS)
+
+
+def _row(**keys):
+    r = {c: 0.01 for c in SCORE_VALUES}
+    r.update(keys)
+    return r
+
+
+# CMEE (x 1e-3) by (size, evaluator); seed 0 gets v - 0.5, seed 1 v + 0.5 (x 1e-3)
+CMEE = {(100, "A"): 3.0, (100, "B"): 2.0, (100, "D"): 2.0,
+        (200, "A"): 1.0, (200, "B"): 2.0, (200, "D"): 3.0}
+
+
+def scores_frame(truths=("isotonic", "es100_flat"), extra_eval=None):
+    rows = []
+    evals = ["A", "B", "D", "kce"] + ([extra_eval] if extra_eval else [])
+    for arch, task, cal, ev, size, seed, truth in itertools.product(
+            ["r110", "d40"], ["car", "confidence"], ["platt", "isotonic"], evals,
+            [100, 200], [0, 1], truths):
+        v = CMEE.get((size, ev), 5.0) if ev != "kce" else np.nan
+        cm = np.nan if np.isnan(v) else (v + (0.5 if seed else -0.5)) * 1e-3
+        rows.append(_row(arch=arch, task=task, calibrator=cal, evaluator=ev, size=size,
+                         seed=seed, truth=truth, cmee=cm,
+                         cmee_sq=np.nan if np.isnan(v) else cm * cm,
+                         hyper=np.nan if ev == "kce" else (10 if seed else 20)))
+    return pd.DataFrame(rows)[SCORE_COLUMNS]
+
+
+def calibrator_frame():
+    # ceac x 1e-3 per (task, calibrator), the two archs at v -/+ 1
+    ceac = {"car": {"none": 9, "temps": 4, "platt": 2, "isotonic": 4},
+            "confidence": {"none": 8, "temps": 1, "platt": 3, "isotonic": 2}}
+    kind = {"none": "none", "temps": "multiclass", "platt": "binary", "isotonic": "binary"}
+    rows = []
+    for arch, d in (("r110", -1), ("d40", +1)):
+        for task, cals in ceac.items():
+            for cal, v in cals.items():
+                rows.append(dict(arch=arch, task=task, calibrator=cal, truth="isotonic",
+                                 kind=kind[cal], ceac=(v + d) * 1e-3, ceac_sq=1e-6,
+                                 cmee=(10 - v) * 1e-3, cmee_sq=1e-6, accuracy=0.9))
+    return pd.DataFrame(rows)[CALIBRATOR_COLUMNS]
+
+
+def test_table3_by_size_values_ranks_and_average_rank():
+    t = tables.table3_cmee(scores_frame(), "isotonic", by="size")
+    assert list(t.values.columns) == ["A", "B", "D", "kce"]
+    assert list(t.values.index) == [100, 200]
+    expected = pd.DataFrame({"A": [3.0, 1.0], "B": [2.0, 2.0], "D": [2.0, 3.0],
+                             "kce": [np.nan, np.nan]}, index=[100, 200])
+    np.testing.assert_allclose(t.values.to_numpy(), expected.to_numpy(), atol=1e-9)
+    # row 100: B and D tie for best -> 1.5 each, A 3; row 200: A 1, B 2, D 3
+    np.testing.assert_array_equal(t.ranks.to_numpy(),
+                                  [[3, 1.5, 1.5, np.nan], [1, 2, 3, np.nan]])
+    avg = t.avg_rank
+    assert avg["A"] == 2.0 and avg["B"] == 1.75 and avg["D"] == 2.25 and np.isnan(avg["kce"])
+    md = t.to_markdown()
+    # two decimals: three significant digits at the median magnitude (2.0)
+    assert "| 100 | 3.00 (3) | 2.00 (1.5) | 2.00 (1.5) | – |" in md
+    assert "| *avg. rank* | 2.00 | 1.75 | 2.25 | – |" in md
+    tex = t.to_latex()
+    for rule in (r"\toprule", r"\midrule", r"\bottomrule"):
+        assert rule in tex
+    assert r"100 & $3.00_{3}$ & $2.00_{1.5}$ & $2.00_{1.5}$ & -- \\" in tex
+    t.decimals = 1
+    assert "| 200 | 1.0 (1) | 2.0 (2) | 3.0 (3) | – |" in t.to_markdown()
+    assert r"avg. rank & 2.00 & 1.75 & 2.25 & -- \\" in tex
+
+
+def test_table3_sections_overall_and_std_over_seeds():
+    f = scores_frame()
+    t = tables.table3_cmee(f, "isotonic")
+    assert list(t.values.index.get_level_values(0).unique()) == [
+        "overall", "by model", "by size", "by task"]
+    overall = t.values.loc[("overall", "all")]
+    np.testing.assert_allclose(overall[["A", "B", "D"]].to_numpy(), [2.0, 2.0, 2.5])
+    # seed means differ by 1.0 (x 1e-3 x 1000) -> sample std sqrt(0.5)
+    s = tables.table3_cmee(f, "isotonic", by="size", stat="std")
+    assert s.ranks is None
+    np.testing.assert_allclose(s.values[["A", "B", "D"]].to_numpy(), math.sqrt(0.5))
+    assert s.values["kce"].isna().all()
+
+
+def test_table2_calibrators_mean_over_models_and_binary_cmee():
+    c = calibrator_frame()
+    t = tables.table2_calibrators(c, "isotonic", measure="ceac")
+    assert list(t.values.columns) == ["none", "temps", "platt", "isotonic"]
+    assert list(t.values.index) == ["car", "confidence"]
+    np.testing.assert_allclose(t.values.to_numpy(), [[9, 4, 2, 4], [8, 1, 3, 2]])
+    np.testing.assert_array_equal(t.ranks.to_numpy(), [[4, 2.5, 1, 2.5], [4, 1, 3, 2]])
+    np.testing.assert_allclose(t.avg_rank.to_numpy(), [4, 1.75, 2, 2.25])
+    b = tables.table2_calibrators(c, "isotonic", measure="cmee")
+    assert list(b.values.columns) == ["platt", "isotonic"]
+    np.testing.assert_allclose(b.values.to_numpy(), [[8, 6], [7, 8]])
+    m = tables.table2_calibrators(c, "isotonic", measure="ceac", by_model=True)
+    assert m.values.loc[("r110", "car"), "none"] == pytest.approx(8.0)
+    assert tables.table2_calibrators(c[c["kind"] != "binary"], "isotonic", measure="cmee") is None
+
+
+def test_spearman_hand_cases_ties_constant_and_restriction():
+    rows = []
+
+    def group(ev, size, seed, used, true, extra=None):
+        for i, (u, t) in enumerate(zip(used, true)):
+            rows.append(_row(arch="r", task="car", calibrator=f"c{i}", evaluator=ev, size=size,
+                             seed=seed, truth="iso", ce_used=u, true_ce=t))
+        if extra is not None:  # a calibrator outside the ranked set
+            rows.append(_row(arch="r", task="car", calibrator="zzz", evaluator=ev, size=size,
+                             seed=seed, truth="iso", ce_used=extra[0], true_ce=extra[1]))
+
+    group("E1", 100, 0, [1, 2, 3, 4], [1, 3, 2, 4], extra=(100, -100))   # rho 0.8
+    group("E1", 100, 1, [4, 3, 2, 1], [1, 2, 3, 4])                       # rho -1
+    group("E2", 100, 0, [5, 5, 5, 5], [1, 2, 3, 4])                       # constant: NaN
+    group("E2", 100, 1, [1, 1, 2, 3], [1, 2, 3, 4])                       # ties: sqrt(0.9)
+    f = pd.DataFrame(rows)[SCORE_COLUMNS]
+    ranked = ["c0", "c1", "c2", "c3"]
+    rho = tables.spearman_by_group(f, items=ranked).set_index(["evaluator", "seed"])["spearman"]
+    assert rho[("E1", 0)] == pytest.approx(0.8)
+    assert rho[("E1", 1)] == pytest.approx(-1.0)
+    assert np.isnan(rho[("E2", 0)])
+    assert rho[("E2", 1)] == pytest.approx(math.sqrt(0.9))
+    t = tables.table4_spearman(f, "iso", tasks="ovr", ranked_calibrators=ranked)
+    np.testing.assert_allclose(t.values.loc[100].to_numpy(), [-0.1, math.sqrt(0.9)])
+    np.testing.assert_array_equal(t.ranks.loc[100].to_numpy(), [2, 1])   # higher is better
+    assert "1 of 4 groups" in t.full_caption()
+    # including "zzz" changes E1 seed 0 (it is then ranked last by estimate, first by truth)
+    rho_all = tables.spearman_by_group(f).set_index(["evaluator", "seed"])["spearman"]
+    assert rho_all[("E1", 0)] < 0.8
+
+
+def test_ranked_calibrators_default_and_fallback():
+    chosen, note = tables.resolve_ranked_calibrators(["none", "platt", "isotonic", "temps"])
+    assert chosen == ["platt", "isotonic"] and "beta" in note
+    chosen, note = tables.resolve_ranked_calibrators(["none", "platt", "temps"])
+    assert chosen == ["none", "platt", "temps"] and "every calibrator" in note
+
+
+def test_table4_ce_error_splits_tasks():
+    f = scores_frame()
+    f.loc[f["task"] == "confidence", "ce_error"] = 0.004
+    f.loc[f["task"] == "car", "ce_error"] = 0.002
+    ovr = tables.table4_ce_error(f, "isotonic", tasks="ovr")
+    conf = tables.table4_ce_error(f, "isotonic", tasks="confidence")
+    np.testing.assert_allclose(ovr.values.to_numpy(), 2.0)
+    np.testing.assert_allclose(conf.values.to_numpy(), 4.0)
+    assert ovr.name == "table4_ce_error_ovr" and conf.name == "table4_ce_error_confidence"
+
+
+def test_hyper_table_mean_and_mode():
+    f = scores_frame()
+    f.loc[(f["seed"] == 0) & (f["arch"] == "d40") & (f["evaluator"] != "kce"), "hyper"] = 10   # mode 10 everywhere
+    mean = tables.hyper_table(f, "isotonic", stat="mean")
+    mode = tables.hyper_table(f, "isotonic", stat="mode")
+    assert mean.ranks is None
+    np.testing.assert_allclose(mean.values[["A", "B", "D"]].to_numpy(), 12.5)
+    np.testing.assert_allclose(mode.values[["A", "B", "D"]].to_numpy(), 10)
+    assert mode.values["kce"].isna().all() and "–" in mode.to_markdown()
+
+
+def test_synthetic_tables_spearman_across_ce_levels():
+    rows = []
+    for shape, ev, seed, (lvl, used) in itertools.product(
+            ["square", "sqrt"], ["E1", "E2"], [0, 1], enumerate([1.0, 3.0, 2.0])):
+        u = used if ev == "E1" else [1.0, 2.0, 3.0][lvl]
+        rows.append(dict({c: 0.01 for c in SCORE_VALUES}, shape=shape, ce_level=lvl * 0.05,
+                         evaluator=ev, size=1000, seed=seed, truth="exact",
+                         ce_used=u, true_ce=lvl * 0.05, cmee=0.001 if ev == "E1" else 0.002))
+    syn = pd.DataFrame(rows)[SYNTHETIC_COLUMNS]
+    t = tables.synthetic_table(syn, "spearman", by="shape")
+    np.testing.assert_allclose(t.values.to_numpy(), [[0.5, 1.0], [0.5, 1.0]])
+    np.testing.assert_array_equal(t.avg_rank.to_numpy(), [2, 1])
+    c = tables.synthetic_table(syn, "cmee")
+    assert list(c.values.index) == [("square", "1000"), ("sqrt", "1000")]
+    np.testing.assert_allclose(c.values.to_numpy(), [[1.0, 2.0], [1.0, 2.0]])
+
+
+def test_write_all_naming_every_evaluator_and_robustness(tmp_path):
+    f = scores_frame(extra_eval="my_new_eval")
+    paths = tables.write_all(f, calibrator_frame(), tmp_path, main_truth="isotonic")
+    names = {p.name for p in paths}
+    assert paths[-1].name == "index.md"
+    for stem in ("table3_cmee_by_size", "table4_spearman_ovr", "table2_ceac"):
+        assert f"{stem}__isotonic.md" in names and f"{stem}.md" in names
+        assert f"{stem}.tex" in names and f"{stem}.csv" in names
+    assert "table3_cmee_by_size__es100_flat.md" in names
+    assert "table2_ceac__es100_flat.md" not in names          # calibrators only under isotonic
+    assert "table3_cmee_std.md" in names and "table3_cmee_std.ranks.csv" not in names
+    for p in tmp_path.glob("table[34]*.md"):
+        text = p.read_text()
+        for ev in ("A", "B", "D", "kce", "my_new_eval"):
+            assert f" {ev} |" in text, (p.name, ev)
+    tex = (tmp_path / "table3_cmee.tex").read_text()
+    assert r"\toprule" in tex and r"\bottomrule" in tex and r"my\_new\_eval" in tex
+    assert "$" in tex and "_{" in tex
+    ranks = pd.read_csv(tmp_path / "table3_cmee_by_size.ranks.csv")
+    assert ranks["group"].iloc[-1] == "avg. rank" and ranks["A"].iloc[-1] == 2.0
+    assert not list(tmp_path.glob(".*"))                        # no temporary files left
+    # one size, one seed, no binary calibrators, no confidence task, NaN column
+    g = f[(f["size"] == 100) & (f["seed"] == 0) & (f["task"] == "car")].copy()
+    g["ce_used"] = np.nan
+    c = calibrator_frame()
+    c = c[c["kind"] != "binary"]
+    out = tmp_path / "small"
+    paths = tables.write_all(g, c, out, synthetic=pd.DataFrame(columns=SYNTHETIC_COLUMNS))
+    names = {p.name for p in paths}
+    assert "table2_cmee_binary.md" not in names and "table4_ce_error_confidence.md" not in names
+    assert "table3_cmee_std.md" in names
+    std = pd.read_csv(out / "table3_cmee_std.csv")
+    assert std[["A", "B", "D"]].isna().all().all()
+    assert "–" in (out / "table4_spearman_ovr.md").read_text()
