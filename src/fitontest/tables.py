@@ -358,7 +358,7 @@ def sections(parts: Sequence[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
 
 
 def _scale_words(scale: float) -> str:
-    return " (values x 1000)" if scale == 1000 else ""
+    return " (values ×1000)" if scale == 1000 else ""
 
 
 def _truth_words(truth: str | None) -> str:
