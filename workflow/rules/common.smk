@@ -66,6 +66,10 @@ def score_files(wildcards=None):
 
 
 PSEUDO_REAL = config["pseudo_real"]
+# reliability diagrams are drawn for these uncalibrated (arch, task) models:
+# every one for the paper's figures, the first network's last task by default
+FIGURE_MODELS = ([(a, t) for a in ARCHS for t in TASKS] if config["report"]["figures"] == "all"
+                 else [(ARCHS[0], TASKS[-1])])
 
 
 def final_outputs(wildcards=None):

@@ -22,10 +22,11 @@ rule tables:
 rule figures:
     input:
         scores=res("scores.parquet"),
-        calibrated=expand(res("calibrated/{arch}/{task}/none.npz"),
-                          exp=config["exp"], arch=ARCHS[:1], task=TASKS[-1:]),
-        truth=expand(res("truth/{arch}/{task}/none.npz"),
-                     exp=config["exp"], arch=ARCHS[:1], task=TASKS[-1:]),
+        calibrated=lambda w: [res(f"calibrated/{a}/{t}/none.npz").format(exp=w.exp)
+                              for a, t in FIGURE_MODELS],
+        truth=lambda w: [res(f"truth/{a}/{t}/none.npz").format(exp=w.exp)
+                         for a, t in FIGURE_MODELS],
+        synthetic=res("synthetic_scores.parquet") if SYNTHETIC["enabled"] else [],
     output:
         report(directory(res("figures")), patterns=["{name}.png"], category="Figures"),
     log:
@@ -33,7 +34,8 @@ rule figures:
     params:
         which=config["report"]["figures"],
         truth=config["truth"][0],
-        label=lambda w: f"{ARCHS[0]} / {TASKS[-1]}",
+        labels=[f"{a}_{t}_none" for a, t in FIGURE_MODELS],
+        seed=config["seed"],
     conda:
         CONDA_ENV
     script:

@@ -1,4 +1,4 @@
-"""Rule figures: reliability diagrams, fit-on-test maps and the evaluator summary."""
+"""Rule figures: reliability diagrams, fit-on-test maps, rankings and summaries."""
 import pandas as pd
 
 from fitontest import figures
@@ -6,10 +6,21 @@ from fitontest.io import limit_threads, load_npz, script_logger
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)
+p = snakemake.params
 scores = pd.read_parquet(snakemake.input.scores)
-calibrated = load_npz(snakemake.input.calibrated[0])
-true_map = load_npz(snakemake.input.truth[0])[snakemake.params.truth]
-write = figures.write_all_figures if snakemake.params.which == "all" else figures.write_default_figures
-written = write(scores, snakemake.output[0], calibrated=calibrated, true_map=true_map,
-                label=snakemake.params.label)
+synthetic = pd.read_parquet(snakemake.input.synthetic[0]) if snakemake.input.synthetic else None
+models = {}
+for label, cal_path, truth_path in zip(p.labels, snakemake.input.calibrated, snakemake.input.truth):
+    d = load_npz(cal_path)
+    models[label] = {"scores": d["holdout_scores"], "labels": d["holdout_labels"],
+                     "true_c": load_npz(truth_path)[p.truth]}
+if p.which == "all":
+    written = figures.write_all_figures(scores, snakemake.output[0], models=models,
+                                        synthetic_df=synthetic, truth=p.truth, seed=p.seed,
+                                        log=log.info)
+else:
+    (m,) = models.values()
+    written = figures.write_default_figures(scores, snakemake.output[0], scores=m["scores"],
+                                            labels=m["labels"], true_c=m["true_c"],
+                                            truth=p.truth, seed=p.seed, log=log.info)
 log.info("wrote %d figure files to %s", len(written), snakemake.output[0])
