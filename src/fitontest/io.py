@@ -100,3 +100,10 @@ def limit_threads(n: int) -> None:
     threadpool_limits(n)
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(n)
+
+
+def optional_input(value) -> str | None:
+    """A Snakemake named input that is one path or empty: the path or None."""
+    if not value:
+        return None
+    return value if isinstance(value, str) else value[0]

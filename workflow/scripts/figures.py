@@ -2,13 +2,14 @@
 import pandas as pd
 
 from fitontest import figures
-from fitontest.io import limit_threads, load_npz, script_logger
+from fitontest.io import limit_threads, load_npz, optional_input, script_logger
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)
 p = snakemake.params
 scores = pd.read_parquet(snakemake.input.scores)
-synthetic = pd.read_parquet(snakemake.input.synthetic[0]) if snakemake.input.synthetic else None
+synthetic_path = optional_input(snakemake.input.synthetic)
+synthetic = pd.read_parquet(synthetic_path) if synthetic_path else None
 models = {}
 for label, cal_path, truth_path in zip(p.labels, snakemake.input.calibrated, snakemake.input.truth):
     d = load_npz(cal_path)
