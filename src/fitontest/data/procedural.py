@@ -30,14 +30,18 @@ Latents of one image:
    two classes' objects, drawn at the same place and size (a morph of the two);
 3. clarity c ~ U(``clarity_min``, 1): the contrast of the object against the
    background (low clarity = faint object);
-4. nuisance, independent of the class: object centre (±5 px) and radius
-   (7–11 px), texture phase, orientation (±8°) and period (±8 %) jitter,
-   background colour (grey level plus tint), a linear illumination gradient
-   (up to ±30 %), and additive triangular pixel noise (amplitude ``noise``,
+4. nuisance, independent of the class: object centre (±6 px) and radius
+   (6–11 px), texture phase, orientation (±8°) and period (±8 %) jitter,
+   palette jitter (±25 per channel), background colour (grey level plus
+   tint), a grey background grating ("clutter": any orientation, period
+   3–12 px, amplitude up to 30), a linear illumination gradient (up to
+   ±30 %), and additive triangular pixel noise (amplitude ``noise``,
    std ≈ noise/√6).
 
-Pixel value = illumination · (bg + c·[(1 − m)·mask_a·(colour_a − bg) +
-m·mask_b·(colour_b − bg)]) + noise, rounded and clipped to 0..255.
+Pixel value = illumination · (bg + clutter + c·[(1 − m)·mask_a·(colour_a − bg)
++ m·mask_b·(colour_b − bg)]) + noise, rounded and clipped to 0..255
+(colour_k: the two palette colours of class k alternating with the stripes
+of its grating).
 
 Label: y ~ P(y | a, b, m, c) = softmax(β·c·((1 − m)·e_a + m·e_b)) with
 β = ``beta`` (e_k the k-th unit vector). The posterior depends only on
@@ -45,8 +49,15 @@ latents that are visible in the image (the two blended objects, their
 weights and the object contrast), so it is the Bayes posterior given the
 image up to the pixel noise and the nuisance that blurs how exactly c and m
 can be read off. It mixes confident images (clear, unmixed: max-posterior
-≈ 0.97) with ambiguous ones (faint or half-blended: ≈ 0.3–0.6); with the
-defaults the mean max-posterior is ≈ 0.80 (Bayes accuracy ≈ 0.80).
+up to 0.99) with ambiguous ones (faint or half-blended: 0.3–0.6); with the
+defaults the mean max-posterior is ≈ 0.78 (so the Bayes accuracy is ≈ 0.78),
+quartiles ≈ 0.64 / 0.84 / 0.95.
+
+Learnability (default settings): a 3-layer CNN (16/32/32 channels, BatchNorm,
+Adam) trained on CPU reaches ≈ 0.69 top-1 accuracy after 5 epochs on 3,000
+images and ≈ 0.72 after 4 epochs on 8,000 (≈ 20–25 CPU-seconds), and is
+clearly miscalibrated (top-label ECE ≈ 0.08–0.11, under-confident early in
+training).
 
 Determinism and addressing
 --------------------------
@@ -115,7 +126,7 @@ _NOISE_BANK_LEN = 1 << 22
 _COORD = (np.arange(32, dtype=np.float32) - 15.5)
 
 
-def _check_params(params: dict) -> dict:
+def check_params(params: dict) -> dict:
     unknown = set(params) - set(DEFAULTS)
     if unknown:
         raise ValueError(f"unknown procedural setting(s) {sorted(unknown)}; "
@@ -152,7 +163,7 @@ class ProceduralSource:
         self.n_images = int(n_images)
         if self.n_images < 1:
             raise ValueError(f"n_images must be positive, got {n_images}")
-        self.params = _check_params(params)
+        self.params = check_params(params)
         self.seed = self.params["seed"]
         self.block_size = self.params["block_size"]
         self._bank: np.ndarray | None = None
@@ -235,7 +246,9 @@ class ProceduralSource:
             rng = np.random.default_rng([self.seed, 1])
             tri = (rng.integers(0, 256, _NOISE_BANK_LEN, dtype=np.int16)
                    + rng.integers(0, 256, _NOISE_BANK_LEN, dtype=np.int16) - 255)
-            self._bank = (tri.astype(np.float32) * np.float32(self.params["noise"] / 255.0))
+            # +0.5 so that truncation to uint8 rounds to nearest
+            self._bank = (tri.astype(np.float32) * np.float32(self.params["noise"] / 255.0)
+                          + np.float32(0.5))
         return self._bank
 
     # -- indices -----------------------------------------------------------------
@@ -374,9 +387,7 @@ def _render(lat: dict, bank: np.ndarray) -> np.ndarray:
     dx = ((c[None, :] - cx) * inv_r)[:, None, :]     # (n, 1, 32): columns
     dy = ((c[None, :] - cy) * inv_r)[:, :, None]     # (n, 32, 1): rows
     bg = lat["bg"].astype(f32)                       # (n, 3)
-    img = np.empty((n, 3, 1024), dtype=f32)
-    img[:] = bg[:, :, None]
-    # background clutter: a grey grating of random orientation and period
+    # background colour plus clutter: a grey grating of random orientation and period
     kx = lat["clutter_k"][:, 0].astype(f32)[:, None]
     ky = lat["clutter_k"][:, 1].astype(f32)[:, None]
     amp = lat["clutter_amp"].astype(f32)[:, None]
@@ -384,7 +395,7 @@ def _render(lat: dict, bank: np.ndarray) -> np.ndarray:
     ay = ky * c[None, :]
     clut = ((amp * np.cos(ay))[:, :, None] * np.cos(ax)[:, None, :]
             - (amp * np.sin(ay))[:, :, None] * np.sin(ax)[:, None, :])
-    img += clut.reshape(n, 1, 1024)
+    img = bg[:, :, None] + clut.reshape(n, 1, 1024)                  # (n, 3, 1024)
     clar = lat["clarity"].astype(f32)
     m = lat["m"].astype(f32)
     for layer, cls, weight in ((0, lat["a"], clar * (1 - m)), (1, lat["b"], clar * m)):
@@ -426,8 +437,7 @@ def _render(lat: dict, bank: np.ndarray) -> np.ndarray:
     illum = f32(1.0) + (gy * c[None, :])[:, :, None] + (gx * c[None, :])[:, None, :]
     img *= illum.reshape(n, 1, 1024)
     windows = np.lib.stride_tricks.sliding_window_view(bank, 3072)
-    img += windows[lat["noise_off"]].reshape(n, 3, 1024)
-    img += f32(0.5)
+    img += windows[lat["noise_off"]].reshape(n, 3, 1024)   # noise (+0.5: rounding)
     np.clip(img, 0.0, 255.0, out=img)
     planar = img.astype(np.uint8)
     out = np.empty((n, 1024, 3), dtype=np.uint8)

@@ -57,7 +57,7 @@ def _name(config: dict) -> str:
 
 
 def _procedural_args(config: dict) -> tuple[int, dict]:
-    from .procedural import _check_params
+    from .procedural import check_params
 
     split = config.get("split") or {}
     missing = [k for k in ("n_train", "n_val", "n_holdout") if k not in split]
@@ -74,7 +74,7 @@ def _procedural_args(config: dict) -> tuple[int, dict]:
     params = config.get("procedural") or {}
     if not isinstance(params, dict):
         raise ValueError(f"procedural must be a mapping of generator settings, got {params!r}")
-    _check_params(params)
+    check_params(params)
     return n, dict(params)
 
 
