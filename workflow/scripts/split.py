@@ -6,7 +6,7 @@ log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)
 cfg = snakemake.params.data
 source = sources.open_source(cfg)
-parts = split.make_split(source.n_images, **cfg["split"])
+parts = split.split_for_source(cfg, source)
 split.write_split(snakemake.output.split, parts,
                   meta={"data_source": cfg["data_source"], "n_images": int(source.n_images),
                         **cfg["split"]})
