@@ -47,7 +47,8 @@ def check_probs(probs, name: str = "probs", atol: float = ROW_SUM_ATOL) -> np.nd
     bad = ~np.isfinite(p).all(axis=1)
     if bad.any():
         rows = np.flatnonzero(bad)
-        raise ValueError(f"{name} contain NaN or infinity: {rows.size} row(s), first at row {rows[0]}")
+        raise ValueError(f"{name} contain NaN or infinity: {rows.size} row(s), "
+                         f"first at row {rows[0]}")
     bad = (p < 0).any(axis=1)
     if bad.any():
         rows = np.flatnonzero(bad)

@@ -5,8 +5,9 @@
 - numerically stable softmax / log-softmax and the mean-NLL gradient with
   respect to calibrated logits (the building block of every analytic
   gradient in this package);
-- one L-BFGS wrapper (float64, scipy) that reports non-convergence with a
-  :class:`sklearn.exceptions.ConvergenceWarning`;
+- the optimisers, float64: an L-BFGS wrapper (scipy) and a damped Newton
+  method for the small convex matrix problems; both report non-convergence
+  with a :class:`sklearn.exceptions.ConvergenceWarning`;
 - :class:`MultiClassCalibrator`, the scikit-learn-style base class.
 """
 from __future__ import annotations
@@ -178,14 +179,18 @@ def minimize_lbfgs(fun_grad, x0: np.ndarray, *, max_iter: int = 1000, gtol: floa
 
 
 def minimize_newton(fun, fun_grad_hess, x0: np.ndarray, *, max_iter: int = 100,
-                    gtol: float = 1e-8) -> OptResult:
+                    gtol: float = 1e-8, dtol: float = 1e-14) -> OptResult:
     """Damped Newton for smooth convex objectives with an analytic Hessian.
 
     ``fun(x) -> f``; ``fun_grad_hess(x) -> (f, g, H)``. Each step solves
     ``(H + r I) d = g`` by Cholesky (``r`` a tiny ridge, raised if ``H`` is
     numerically singular: softmax models have flat directions) and
     backtracks (Armijo) along ``-d``. Converged when ``max |g| <= gtol``, or
-    when no step decreases ``f`` any more while ``max |g| <= 1000 * gtol``.
+    when the Newton decrement ``g.d`` (twice the predicted decrease of ``f``)
+    is below ``dtol * (1 + |f|)`` — the round-off level of ``f``, where steps
+    can no longer be measured (heavily penalised fits have large Hessians, so
+    their gradient stalls above ``gtol`` at the optimum) — or when no step
+    decreases ``f`` any more while ``max |g| <= 1000 * gtol``.
     """
     from scipy.linalg import LinAlgError, cho_factor, cho_solve
 
@@ -217,6 +222,9 @@ def minimize_newton(fun, fun_grad_hess, x0: np.ndarray, *, max_iter: int = 100,
         slope = float(g @ d)
         if not slope > 0:  # not a descent direction: fall back to the gradient
             d, slope = g / scale, float(g @ g) / scale
+        elif slope <= dtol * (1.0 + abs(f)):
+            converged, msg = True, "Newton decrement at round-off level"
+            break
         t, accepted = 1.0, False
         for _ in range(40):
             xn = x - t * d
@@ -275,9 +283,12 @@ class MultiClassCalibrator(BaseEstimator):
         return check_logits(logits, n_classes=self.n_classes_)
 
     def _chunks(self, z: np.ndarray):
-        for start in range(0, z.shape[0], CHUNK_ROWS):
-            sl = slice(start, min(start + CHUNK_ROWS, z.shape[0]))
-            yield sl, np.ascontiguousarray(z[sl], dtype=np.float64)
+        """(slice, float64 chunk) pairs; BLAS limited to one thread meanwhile
+        (K x K products: threads only add contention)."""
+        with threadpool_limits(limits=1, user_api="blas"):
+            for start in range(0, z.shape[0], CHUNK_ROWS):
+                sl = slice(start, min(start + CHUNK_ROWS, z.shape[0]))
+                yield sl, np.ascontiguousarray(z[sl], dtype=np.float64)
 
     def predict_logits(self, logits) -> np.ndarray:
         """Calibrated logits (float64); ``softmax`` of them is :meth:`predict_proba`."""
