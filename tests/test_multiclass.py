@@ -197,6 +197,11 @@ def test_iop_oi_is_permutation_equivariant(data, fitted):
     assert np.allclose(cal.predict_proba(zt[:, perm]), cal.predict_proba(zt)[:, perm], atol=1e-12)
     ties = np.zeros((1, K))
     assert np.allclose(cal.predict_proba(ties), 1.0 / K)
+    for name in ("iop_oi", "iop_op"):
+        z = np.array([[1.0, 3.0, 3.0, 0.0, -2.0, 1.0]])
+        p = fitted[name].predict_proba(z)[0]
+        assert p[1] == p[2] and p[0] == p[5] and p.argmax() == 1
+        assert p[1] > p[0] > p[3] > p[4]
 
 
 def test_iop_identity_parameters_give_the_uncalibrated_model(data, fitted):
