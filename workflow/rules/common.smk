@@ -53,6 +53,15 @@ def per_task(pattern):
         "{{task}}", "{task}"), task=TASKS)
 
 
+def per_task_calibrator(pattern):
+    """``pattern`` for every (task, evaluated calibrator), in the order of
+    ``[(t, c) for t in TASKS for c in EVAL_CALIBRATORS]``."""
+    keep = res(pattern).replace("{", "{{").replace("}", "}}")
+    keep = keep.replace("{{task}}", "{task}").replace("{{calibrator}}", "{calibrator}")
+    return [keep.format(task=t, calibrator=c).replace("{{", "{").replace("}}", "}")
+            for t in TASKS for c in EVAL_CALIBRATORS]
+
+
 def data_params():
     """The parts of the config that determine the images and the split."""
     return {k: config[k] for k in ("data_source", "cifar5m_dir", "procedural", "split")}

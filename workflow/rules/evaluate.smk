@@ -1,21 +1,22 @@
 # Stage 5: fit every evaluator on the test subsets of the hold-out and score it.
-# One job per (arch, task, evaluator) covers every evaluated calibrator, size
-# and seed: a few hundred jobs for the paper's grid, not tens of thousands.
+# One job per (arch, evaluator) covers every task, evaluated calibrator, size
+# and seed: each job starts Python once for hundreds of fits, and the paper's
+# grid stays at a few hundred jobs in all.
 
 
 rule evaluate:
     input:
-        calibrated=per_calibrator("calibrated/{arch}/{task}/{calibrator}.npz", EVAL_CALIBRATORS),
-        truth=per_calibrator("truth/{arch}/{task}/{calibrator}.npz", EVAL_CALIBRATORS),
+        calibrated=per_task_calibrator("calibrated/{arch}/{task}/{calibrator}.npz"),
+        truth=per_task_calibrator("truth/{arch}/{task}/{calibrator}.npz"),
         subsets=res("data/subsets.npz"),
     output:
-        per_calibrator("scores/{arch}/{task}/{calibrator}/{evaluator}.parquet", EVAL_CALIBRATORS),
+        per_task_calibrator("scores/{arch}/{task}/{calibrator}/{evaluator}.parquet"),
     log:
-        logpath("evaluate/{arch}/{task}/{evaluator}.log"),
+        logpath("evaluate/{arch}/{evaluator}.log"),
     wildcard_constraints:
         evaluator=alternatives(EVALUATORS),
     params:
-        calibrators=EVAL_CALIBRATORS,
+        pairs=[(t, c) for t in TASKS for c in EVAL_CALIBRATORS],
         family_params=lambda w: config["family_params"].get(w.evaluator, {}),
         seed=config["seed"],
     resources:

@@ -1,4 +1,4 @@
-"""Rule evaluate: one evaluator fitted on every test subset of every evaluated calibrator."""
+"""Rule evaluate: one evaluator on every test subset of every (task, calibrator) of a network."""
 from fitontest.experiment import family_params, score_evaluator, tidy
 from fitontest.io import limit_threads, load_npz, load_subsets, save_parquet, script_logger
 from fitontest.schema import SCORE_COLUMNS
@@ -9,9 +9,11 @@ w = snakemake.wildcards
 params = family_params(w.evaluator, {w.evaluator: snakemake.params.family_params},
                        snakemake.params.seed)
 subsets = load_subsets(snakemake.input.subsets)
-for cal, cal_path, truth_path, out in zip(snakemake.params.calibrators, snakemake.input.calibrated,
-                                          snakemake.input.truth, snakemake.output):
+for (task, cal), cal_path, truth_path, out in zip(snakemake.params.pairs,
+                                                  snakemake.input.calibrated,
+                                                  snakemake.input.truth, snakemake.output):
     d = load_npz(cal_path)
+    log.info("%s / %s", task, cal)
     rows = score_evaluator(w.evaluator, params, d["holdout_scores"], d["holdout_labels"],
                            load_npz(truth_path), subsets, log=log.info)
-    save_parquet(tidy(rows, SCORE_COLUMNS, arch=w.arch, task=w.task, calibrator=cal), out)
+    save_parquet(tidy(rows, SCORE_COLUMNS, arch=w.arch, task=task, calibrator=cal), out)

@@ -10,4 +10,4 @@ source = sources.open_source(snakemake.params.data)
 idx = split.read_split(snakemake.input.split)[snakemake.wildcards.split]
 train.export_logits(snakemake.input.model, source, idx, snakemake.output[0],
                     device=training["device"], batch_size=training["export_batch_size"],
-                    log=log.info)
+                    log=log.info, progress=training["progress"], num_threads=snakemake.threads)

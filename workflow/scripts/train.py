@@ -17,4 +17,4 @@ recipe = {**train.RECIPES[arch["recipe"]], **arch.get("overrides", {})}
 train.train_model(arch["model"], X, y, recipe=recipe,
                   out_dir=Path(snakemake.output.model).parent, device=training["device"],
                   seed=training["seed"], num_classes=source.num_classes, log=log.info,
-                  progress=training["progress"])
+                  progress=training["progress"], num_threads=snakemake.threads)
