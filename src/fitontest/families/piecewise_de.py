@@ -9,22 +9,30 @@ clipped to [0, 1].
 Speed (what was chosen): pwlf's own ``fit`` runs ``differential_evolution`` on
 an objective that solves an n-row least-squares problem per evaluation
 (~1 ms at n = 9000, far more for degree 2), which makes a 10-fold CV take
-minutes. Here the breakpoints are searched with the *same* optimiser and
-pwlf's default settings (``strategy="best1bin"``, ``popsize=50``,
-``maxiter=1000``, ``tol=1e-3``, ``atol=1e-4``, ``mutation=(0.5, 1)``,
-``recombination=0.7``, Latin-hypercube init, L-BFGS-B polish with a 2-point
-finite-difference gradient; seeded by ``seed``; the fold c of candidate k in
-the CV uses seed + 1000 f + c), but on an exact, vectorised SSR: the normal equations of the same
+minutes. Here the breakpoints are searched with the *same* optimiser on an
+exact, vectorised SSR (:class:`_FastSSR`): the normal equations of the same
 function space (continuous piecewise polynomials on the breaks) in a local,
 well-conditioned basis (hat functions, plus one bubble per segment for degree
-2) are assembled from prefix sums of x^m and x^m y over the sorted data
-(O(log n) per segment, whole DE generations at once, ``vectorized=True``) and
-solved by a scaled eigen-decomposition (the minimum-norm least-squares
-solution, like pwlf's ``gelsd``); it agrees with pwlf's SSR to ~1e-9
-relative. The breakpoints
-found are then handed to ``pwlf.PiecewiseLinFit.fit_with_breaks`` for the
-coefficients (an ordinary least-squares solve), so the fitted model *is* a
-pwlf model (``pwlf_``) and predictions are pwlf's.
+2), assembled from per-segment moments read off a sparse table over the sorted
+data (O(log n) per segment, whole DE generations at once, ``vectorized=True``)
+and solved by a batched, pivot-dropping Cholesky (the least-squares SSR even
+for coincident breaks). It agrees with an SVD solve of pwlf's own regression
+matrix to ~1e-10 relative (pwlf's ``gelsd`` itself is off by ~1e-6 when
+breaks coincide with the data ends). The L-BFGS-B polish uses the same
+2-point finite-difference gradient as scipy's default, one batched SSR call
+per iterate. The breakpoints found are handed to
+``pwlf.PiecewiseLinFit.fit_with_breaks`` for the coefficients, so the fitted
+model *is* a pwlf model (``pwlf_``) and predictions are pwlf's.
+
+DE settings: the final fit on all points uses pwlf's defaults
+(:data:`DE_SETTINGS`: ``best1bin``, ``popsize=50``, ``maxiter=1000``,
+``tol=1e-3``, ``atol=1e-4``, ``mutation=(0.5, 1)``, ``recombination=0.7``,
+Latin-hypercube init, polish); the 10 x 7 (or 10 x 5) fits inside the CV use
+:data:`CV_DE_SETTINGS` (``popsize=15``, ``maxiter=30``, same otherwise)
+**(choice)**: with small n the default population does not meet the
+tolerance for hundreds of generations (seconds per fit), while the CV only
+needs a good fit per segment count. Seeds: the final fit uses ``seed``, fold f
+of candidate index c uses ``seed + 1000 f + c``.
 """
 from __future__ import annotations
 
@@ -36,9 +44,12 @@ import numpy as np
 from ..selection import complexity_rule, kfold_indices
 from . import CalibrationFamily, register
 
+#: pwlf's own ``differential_evolution`` settings: used for the final fit
 DE_SETTINGS = dict(strategy="best1bin", maxiter=1000, popsize=50, tol=1e-3,
                    mutation=(0.5, 1), recombination=0.7, polish=True,
                    init="latinhypercube", atol=1e-4)
+#: the cheaper search used inside the cross-validation (scipy's default population)
+CV_DE_SETTINGS = {**DE_SETTINGS, "popsize": 15, "maxiter": 30}
 
 
 class _FastSSR:
@@ -177,18 +188,36 @@ class _FastSSR:
                            minlength=P * m_all * m_all).reshape(P, m_all, m_all)
         rhs = np.bincount((prow * m_all + glob.reshape(P, -1)).ravel(), weights=lr.ravel(),
                           minlength=P * m_all).reshape(P, m_all)
-        diag = np.einsum("pii->pi", gram)
-        scale = 1.0 / np.sqrt(np.where(diag > 0, diag, 1.0))
-        gram = gram * scale[:, :, None] * scale[:, None, :]
-        rhs = rhs * scale
-        lam, vec = np.linalg.eigh(gram)
-        proj = np.einsum("pij,pi->pj", vec, rhs)
-        keep = lam > 1e-12 * lam[:, -1:]
-        explained = np.sum(np.where(keep, proj ** 2 / np.where(keep, lam, 1.0), 0.0), axis=1)
-        return np.maximum(self.yy - explained, 0.0)
+        return np.maximum(self.yy - _explained(gram, rhs), 0.0)
 
 
-def _fit_pwlf(x, y, degree: int, n_segments: int, seed: int):
+def _explained(gram: np.ndarray, rhs: np.ndarray, rtol: float = 1e-12) -> np.ndarray:
+    """rhs' G^+ rhs for a batch of PSD matrices: Cholesky of the unit-diagonal
+    scaled G, vectorised over the batch (loop over the few columns); a pivot
+    below ``rtol`` marks a dependent column, which is dropped -- the least
+    squares fit on the remaining columns, i.e. the minimum-norm solution's SSR."""
+    P, m, _ = gram.shape
+    diag = np.einsum("pii->pi", gram)
+    scale = 1.0 / np.sqrt(np.where(diag > 0, diag, 1.0))
+    a = gram * scale[:, :, None] * scale[:, None, :]
+    b = rhs * scale
+    low = np.zeros_like(a)
+    z = np.zeros_like(b)
+    for j in range(m):
+        lj = low[:, j, :j]
+        piv = a[:, j, j] - np.einsum("pi,pi->p", lj, lj)
+        ok = piv > rtol
+        root = np.sqrt(np.where(ok, piv, 1.0))
+        inv = np.where(ok, 1.0 / root, 0.0)
+        low[:, j, j] = np.where(ok, root, 0.0)
+        if j + 1 < m:
+            low[:, j + 1:, j] = (a[:, j + 1:, j] - np.einsum("pki,pi->pk", low[:, j + 1:, :j], lj)) \
+                * inv[:, None]
+        z[:, j] = (b[:, j] - np.einsum("pi,pi->p", lj, z[:, :j])) * inv
+    return np.einsum("pj,pj->p", z, z)
+
+
+def _fit_pwlf(x, y, degree: int, n_segments: int, seed: int, settings=None):
     """A pwlf model with breakpoints from seeded DE on the fast SSR."""
     import pwlf
     from scipy.optimize import differential_evolution
@@ -209,7 +238,7 @@ def _fit_pwlf(x, y, degree: int, n_segments: int, seed: int):
     bounds = [(b0, bn)] * (n_segments - 1)
     res = differential_evolution(objective, bounds, vectorized=True, updating="deferred",
                                  seed=np.random.default_rng(seed),
-                                 **{**DE_SETTINGS, "polish": partial(_polish, fast)})
+                                 **{**(settings or DE_SETTINGS), "polish": partial(_polish, fast)})
     model.fit_with_breaks(np.concatenate(([b0], np.sort(res.x), [bn])))
     return model
 
@@ -265,7 +294,8 @@ class PiecewiseDEFamily(CalibrationFamily):
         scores = np.zeros((len(folds), cands.size))
         for f, (train, test) in enumerate(folds):
             for c, k in enumerate(cands):
-                model = _fit_pwlf(s[train], y[train], deg, int(k), seed + 1000 * f + c)
+                model = _fit_pwlf(s[train], y[train], deg, int(k), seed + 1000 * f + c,
+                                  CV_DE_SETTINGS)
                 scores[f, c] = np.mean((_predict_pwlf(model, s[test]) - y[test]) ** 2)
         self.candidates_ = cands
         self.cv_scores_ = scores.mean(axis=0)
