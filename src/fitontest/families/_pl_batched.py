@@ -21,14 +21,16 @@ The model output is the linear interpolation ``f(x) = h_j + b_j (x - X_j)``
 on the segment ``[X_j, X_{j+1})`` containing the input ``x`` (``x = s`` for
 PL, ``x = logit(s)`` for PL3); PL predicts ``f``, PL3 ``sigmoid(f)``.
 
-Speed (no autograd; everything per data point is a handful of fused passes):
+Speed (no autograd; everything per data point is a handful of passes):
 
-- every group's training data is sorted once; each mini-batch is drawn as a
-  sorted subset (a seeded random balanced batch label per point, then the
-  members of a batch in sorted order), so the segment of every point follows
-  from the positions of the knots among the sorted batch (``searchsorted`` of
-  the few knots into the batch, a histogram and a cumulative sum) instead of
-  a binary search per point;
+- the data are sorted once; a group (e.g. a fold's training set) is a subset
+  of the sorted points. Each epoch every group is shuffled (a seeded
+  ``torch.randperm``) and cut into ``n_batches`` consecutive nearly equal
+  batches; a stable radix sort by batch label then lists every batch in
+  increasing input order, so the segment of each point follows from the
+  positions of the few knots among the batch (``searchsorted`` of the knots
+  into the batch, a histogram and a cumulative sum) instead of a binary
+  search per point;
 - the gradient is analytic: per segment only the sums ``S0 = sum g`` and
   ``S1 = sum g (x - X_j)`` of the per-point loss derivatives ``g`` are needed,
   read off cumulative sums of the sorted batch at the knot positions; the
@@ -139,36 +141,52 @@ def evaluate_map(space: str, knots: np.ndarray, heights: np.ndarray, s: np.ndarr
 
 
 class _Problem:
-    """Constant per-group data: inputs sorted once, loss-specific point arrays.
+    """Constant data of a fit: points sorted once, group membership, point arrays.
 
-    ``data`` has shape (n_arrays, G, nmax): row 0 is the map input x (s or
-    logit(s)) in increasing order, the others are label-derived arrays of the
-    loss (see :meth:`BatchedTrainer._point_arrays`); row ``scaled`` is multiplied
-    by the per-batch weight 1 / (real points in the batch). Groups shorter than
-    ``nmax`` are padded with copies of their largest input (rows stay sorted)
-    whose arrays make them contribute nothing.
+    ``data`` (n_arrays, N) holds, in increasing input order, the map input x
+    (s or logit(s)) in row 0 and the label-derived arrays of the loss (see
+    :meth:`BatchedTrainer._point_arrays`) in the others. When the groups
+    differ in size, ``nmax - min(size)`` virtual points (a copy of the largest
+    input, with zero sign/weight so they contribute nothing) are appended and
+    a shorter group includes as many as it lacks, so every group has ``nmax``
+    members and every batch has the same size in every group.
     """
 
-    def __init__(self, torch, trainer, s_groups, y_groups, device, dtype):
+    def __init__(self, torch, trainer, s, y, groups, device, dtype):
         from ..validation import logit
 
-        self.G = len(s_groups)
-        sizes = np.array([len(s) for s in s_groups])
+        s = np.asarray(s, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        n = s.shape[0]
+        order = np.argsort(s, kind="stable")
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = np.arange(n)
+        s_sorted = s[order]
+        self.G = len(groups)
+        sizes = np.array([len(g) for g in groups])
+        if (sizes == 0).any():
+            raise ValueError("every group needs at least one point")
         self.sizes = sizes
         self.nmax = int(sizes.max())
         self.uniform = bool((sizes == self.nmax).all())
-        xs = np.empty((self.G, self.nmax))
-        ys = np.zeros((self.G, self.nmax))
-        real = np.zeros((self.G, self.nmax))
-        self.sorted_s = []
-        for g, (s, y) in enumerate(zip(s_groups, y_groups)):
-            order = np.argsort(s, kind="stable")
-            s_sorted = np.asarray(s, dtype=np.float64)[order]
-            self.sorted_s.append(s_sorted)
-            x = s_sorted if trainer.space == "prob" else logit(s_sorted)
-            n = s_sorted.shape[0]
-            xs[g, :n], ys[g, :n], real[g, :n] = x, np.asarray(y, dtype=np.float64)[order], 1.0
-            xs[g, n:] = x[-1]
+        nv = self.nmax - int(sizes.min())
+        self.N = n + nv
+        mem = np.zeros((self.G, self.N), dtype=bool)
+        for g, idx in enumerate(groups):
+            idx = np.asarray(idx, dtype=np.int64)
+            if np.unique(idx).shape[0] != idx.shape[0]:
+                raise ValueError("group indices must be distinct")
+            mem[g, rank[idx]] = True
+            mem[g, n:n + self.nmax - idx.shape[0]] = True
+        # members of every group, in increasing input order (virtual points last)
+        self.members = torch.as_tensor(np.nonzero(mem)[1].reshape(self.G, self.nmax),
+                                       device=device)
+        self.sorted_s = [s_sorted[mem[g, :n]] for g in range(self.G)]
+        x = s_sorted if trainer.space == "prob" else logit(s_sorted)
+        real = np.zeros(self.N)
+        real[:n] = 1.0
+        xs = np.concatenate([x, np.full(nv, x[-1])])
+        ys = np.concatenate([y[order], np.zeros(nv)])
         arrays, self.scaled = trainer._point_arrays(xs, ys, real)
         self.data = torch.as_tensor(np.stack(arrays), dtype=dtype, device=device)
         self.real = torch.as_tensor(real, dtype=dtype, device=device)
@@ -190,17 +208,16 @@ class BatchedTrainer:
         self.n_threads = n_threads
 
     # ------------------------------------------------------------------ API
-    def fit(self, s_groups, y_groups, ks, *, n_batches: int, pad_knots: int | None = None,
+    def fit(self, s, y, groups, ks, *, n_batches: int, pad_knots: int | None = None,
             trace: bool = False) -> BatchedResult:
-        """Train models for every group and every number of interior knots in ``ks``.
+        """Train a model for every group and every number of interior knots in ``ks``.
 
-        ``n_batches`` mini-batches per epoch: each group's training points are
-        shuffled and split into ``n_batches`` nearly equal batches
-        (``numpy.array_split`` sizes of the largest group; a shorter group's
-        padding point falls into one of them with weight 0). ``pad_knots``
-        (>= max(ks)) fixes the padded width, so results can be compared bit
-        for bit across batch layouts. ``trace`` records the per-epoch training
-        loss of every row in ``self.history_``.
+        ``s``, ``y``: all points; ``groups``: index arrays into them (one model
+        family per group, e.g. the training folds). ``n_batches`` mini-batches
+        per epoch: a group's points in a random order, cut into ``n_batches``
+        nearly equal consecutive batches (``numpy.array_split`` sizes).
+        ``pad_knots`` (>= max(ks)) fixes the padded width of the parameter rows.
+        ``trace`` records (row ids, training loss) per epoch in ``history_``.
         """
         import torch
 
@@ -210,14 +227,14 @@ class BatchedTrainer:
         kmax = int(ks.max()) if pad_knots is None else int(pad_knots)
         if kmax < ks.max():
             raise ValueError("pad_knots must be >= max(ks)")
-        if len(s_groups) != len(y_groups) or len(s_groups) == 0:
-            raise ValueError("need one label array per score array, and at least one group")
+        if len(groups) == 0:
+            raise ValueError("need at least one group")
         old_threads = torch.get_num_threads()
         if self.n_threads is not None:
             torch.set_num_threads(int(self.n_threads))
         try:
             with torch.no_grad():
-                return self._fit(torch, s_groups, y_groups, ks, kmax, int(n_batches), trace)
+                return self._fit(torch, s, y, groups, ks, kmax, int(n_batches), trace)
         finally:
             if self.n_threads is not None:
                 torch.set_num_threads(old_threads)
@@ -229,7 +246,7 @@ class BatchedTrainer:
         prob/ce : x, 2y - 1        p_y = 1/2 + (2y - 1)(f - 1/2)
         logit/ce: x, -(2y - 1)     exp(-margin) = exp(-(2y - 1) f)
         */mse   : x, y, 2 w        (row 2 is scaled by the batch weight)
-        Padding points have sign 0 (zero gradient; their log-loss log 2 is
+        Virtual points have sign 0 (zero gradient; their log-loss log 2 is
         subtracted by count) and weight 0.
         """
         sg = np.where(real > 0, 2.0 * ys - 1.0, 0.0)
@@ -240,15 +257,15 @@ class BatchedTrainer:
         return [xs, ys, 2.0 * real], 2
 
     # ------------------------------------------------------------- internals
-    def _fit(self, torch, s_groups, y_groups, ks, kmax, n_batches, trace):
+    def _fit(self, torch, s, y, groups, ks, kmax, n_batches, trace):
         dev = resolve_device(self.device)
         dt = torch.float64
-        prob = _Problem(torch, self, s_groups, y_groups, dev, dt)
+        prob = _Problem(torch, self, s, y, groups, dev, dt)
         G, C = prob.G, ks.shape[0]
         M = G * C
         K1, K2 = kmax + 1, kmax + 2
-        if n_batches < 1 or n_batches > int(prob.sizes.min()):
-            raise ValueError(f"n_batches must be in 1..{int(prob.sizes.min())}, got {n_batches}")
+        if n_batches < 1 or n_batches > prob.nmax:
+            raise ValueError(f"n_batches must be in 1..{prob.nmax}, got {n_batches}")
 
         # ---- per-model constants (model m = g * C + c)
         group_np = np.repeat(np.arange(G), C)
@@ -293,37 +310,39 @@ class BatchedTrainer:
         out_loss = np.full(M, np.nan)
         out_epochs = np.zeros(M, dtype=np.int64)
 
-        # ---- balanced batches: position r of a group's shuffled order belongs
-        #      to batch label[r] (array_split sizes of nmax)
+        # ---- batches: position r of a group's shuffled order -> batch label[r]
         counts = np.array([len(a) for a in np.array_split(np.arange(prob.nmax), n_batches)])
         bounds = np.concatenate([[0], np.cumsum(counts)])
         label = torch.as_tensor(np.repeat(np.arange(n_batches, dtype=np.int8), counts))
-        gen = torch.Generator()          # CPU generator: same stream on every device
+        gen = torch.Generator()          # CPU generator: the same stream on every device
         gen.manual_seed(int(self.seed))
         b1, b2 = ADAM_BETAS
         step = 0
         active = M
         self.history_ = [] if trace else None
-        nD = prob.data.shape[0]
 
         for epoch in range(self.max_epochs):
-            # members of every batch, in increasing input order: a stable sort of
-            # the batch labels of the points (a radix sort of small integers)
+            # every group shuffled: a random permutation gives each member its
+            # batch label; a stable (radix) sort by label then lists the members
+            # of every batch in increasing input order.
             lab = torch.stack([label[torch.randperm(prob.nmax, generator=gen)]
-                               for _ in range(G)]).numpy()
-            order = torch.as_tensor(np.argsort(lab, axis=1, kind="stable"), device=dev)
+                               for _ in range(G)])
+            order = np.argsort(lab.numpy(), axis=1, kind="stable")
+            order = prob.members.gather(1, torch.as_tensor(order, device=dev))
             ep_loss = torch.zeros(active, dtype=dt, device=dev)
             for b in range(n_batches):
                 cols = order[:, bounds[b]:bounds[b + 1]]
-                Dg = prob.data.gather(2, cols.unsqueeze(0).expand(nD, G, cols.shape[1]))
+                Dg = prob.data[:, cols]                       # (n_arrays, G, batch)
                 if prob.uniform:
                     rowscale, npad = 1.0 / float(counts[b]), None
+                    if prob.scaled is not None:
+                        Dg[prob.scaled] *= rowscale
                 else:
-                    nreal = prob.real.gather(1, cols).sum(1, keepdim=True).clamp_min(1.0)
+                    nreal = prob.real[cols].sum(1, keepdim=True).clamp_min(1.0)
+                    if prob.scaled is not None:
+                        Dg[prob.scaled] /= nreal
                     rowscale = (1.0 / nreal).index_select(0, const["group"])
                     npad = (float(counts[b]) - nreal).index_select(0, const["group"])
-                if prob.scaled is not None:
-                    Dg[prob.scaled] *= rowscale if prob.uniform else 1.0 / nreal
                 Dm = Dg.index_select(1, const["group"])
                 step += 1
                 lossb, grad = self._loss_and_grad(torch, state["P"], const, K1, Dm,
@@ -333,15 +352,12 @@ class BatchedTrainer:
                 m, v, Pw = state["m"], state["v"], state["P"]
                 m.mul_(b1).add_(grad, alpha=1.0 - b1)
                 v.mul_(b2).addcmul_(grad, grad, value=1.0 - b2)
-                bc1 = 1.0 - b1 ** step
-                bc2 = 1.0 - b2 ** step
-                denom = (v.sqrt() / math.sqrt(bc2)).add_(ADAM_EPS)
-                Pw.addcdiv_(m, denom, value=-self.lr / bc1)
+                denom = v.sqrt().div_(math.sqrt(1.0 - b2 ** step)).add_(ADAM_EPS)
+                Pw.addcdiv_(m, denom, value=-self.lr / (1.0 - b1 ** step))
             ep_loss /= n_batches
             improved = ep_loss < state["best"]
             state["best"] = torch.where(improved, ep_loss, state["best"])
-            state["since"] = torch.where(improved, torch.zeros_like(state["since"]),
-                                         state["since"] + 1)
+            state["since"] = torch.where(improved, 0, state["since"] + 1)
             stop = state["since"] >= self.patience
             if trace:
                 self.history_.append((const["idx"].cpu().numpy().copy(),
@@ -372,30 +388,28 @@ class BatchedTrainer:
                              final_loss=out_loss.reshape(G, C))
 
     def _geometry(self, torch, P, const, K1):
-        """Knots X (input space), heights h and segment slopes b of every row."""
-        beta = P[:, :K1].masked_fill(const["pad1"], -math.inf)
-        p = torch.softmax(beta, dim=1)
-        M = P.shape[0]
-        zero = torch.zeros((M, 1), dtype=P.dtype, device=P.device)
-        t = torch.cat([zero, torch.cumsum(p, dim=1)], dim=1).masked_fill_(const["end2"], 1.0)
+        """Knots X (input space), heights h, slopes b and intercepts a of every row."""
+        F = torch.nn.functional
+        p = torch.softmax(P[:, :K1].masked_fill(const["pad1"], -math.inf), dim=1)
+        t = F.pad(torch.cumsum(p, dim=1), (1, 0)).masked_fill_(const["end2"], 1.0)
         out = {"p": p, "t": t}
+        eta = P[:, K1:]
         if self.space == "prob":
             X = t
+            h = torch.sigmoid(eta)
         else:
             # 1 - t_j as the sum of the gaps to its right: exact near t = 1
-            u = torch.cat([torch.flip(torch.cumsum(torch.flip(p, [1]), dim=1), [1]), zero], dim=1)
+            u = F.pad(torch.flip(torch.cumsum(torch.flip(p, [1]), dim=1), [1]), (0, 1))
             u[:, 0] = 1.0
             u.masked_fill_(const["end2"], 0.0)
             X = torch.log(t.clamp_min(CLIP_LOGIT)) - torch.log(u.clamp_min(CLIP_LOGIT))
             out["u"] = u
-        eta = P[:, K1:]
-        h = torch.sigmoid(eta) if self.space == "prob" else eta
-        dX = X[:, 1:] - X[:, :-1]
-        pos = dX > 0
-        inv = torch.where(pos, 1.0 / torch.where(pos, dX, torch.ones_like(dX)),
-                          torch.zeros_like(dX))
-        b = (h[:, 1:] - h[:, :-1]) * inv
-        out.update(X=X, h=h, inv=inv, b=b)
+            h = eta
+        dX = torch.diff(X, dim=1)
+        inv = torch.where(dX > 0, dX.reciprocal(), 0.0)
+        b = torch.diff(h, dim=1).mul_(inv)
+        a = h[:, :K1] - b * X[:, :K1]
+        out.update(X=X, h=h, inv=inv, b=b, a=a)
         return out
 
     def _loss_and_grad(self, torch, P, const, K1, D, rowscale, npad):
@@ -405,19 +419,15 @@ class BatchedTrainer:
         inputs ``D[0]`` increasing along each row.
         """
         geo = self._geometry(torch, P, const, K1)
-        X, h, b = geo["X"], geo["h"], geo["b"]
+        X, a, b = geo["X"], geo["a"], geo["b"]
+        if self.loss == "ce" and self.space == "prob":
+            a = a - 0.5                                 # PL's cross-entropy uses f - 1/2
         x = D[0]
         M, B = x.shape
         kmax = K1 - 1
         # positions of the interior knots among the sorted batch points
-        xint = X[:, 1:K1].masked_fill(const["padint"], math.inf)
-        pos = torch.searchsorted(x, xint)                        # (M, kmax) in [0, B]
-        # segment of every point: the number of interior knots at or below it
-        # f = a_j + b_j x on segment j (a_j = h_j - b_j X_j: 2 gathers, 1 pass);
-        # PL's cross-entropy works with f - 1/2
-        a = h[:, :K1] - b * X[:, :K1]
-        if self.loss == "ce" and self.space == "prob":
-            a = a - 0.5
+        pos = torch.searchsorted(x, X[:, 1:K1].masked_fill(const["padint"], math.inf))
+        # f = a_j + b_j x on segment j = number of interior knots at or below x
         if kmax > 0:
             hist = torch.zeros((M, B + 1), dtype=torch.long, device=x.device)
             hist.scatter_add_(1, pos, torch.ones_like(pos))
@@ -425,53 +435,62 @@ class BatchedTrainer:
             f = torch.addcmul(a.gather(1, j), b.gather(1, j), x)
         else:
             f = torch.addcmul(a, b, x)
-        lossb, g, gscale = self._pointwise(torch, f, D, B, rowscale, npad)
-        # per-segment sums of g and g * x (x - X_j is folded in on the small tensors)
-        S0 = _segment_sums(torch, g, pos, B)
-        S1 = _segment_sums(torch, g.mul_(x), pos, B) - X[:, :K1] * S0
+        gbuf = torch.empty((2, M, B), dtype=x.dtype, device=x.device)
+        lossb, gscale = self._pointwise(torch, f, D, B, rowscale, npad, gbuf[0])
+        torch.mul(gbuf[0], x, out=gbuf[1])
+        # per-segment sums of g and g x from cumulative sums at the knot positions
+        cs = torch.cumsum(gbuf, dim=2)
+        before = cs.gather(2, (pos - 1).clamp_(min=0).expand(2, M, kmax))
+        before = torch.where(pos > 0, before, 0.0)
+        S = torch.diff(torch.nn.functional.pad(torch.cat([before, cs[:, :, B - 1:]], dim=2),
+                                               (1, 0)), dim=2)
+        S0 = S[0]
+        S1 = S[1] - X[:, :K1] * S0                     # sum g (x - X_j)
         if gscale is not None:
             S0 = S0 * gscale
             S1 = S1 * gscale
         return lossb, self._backward(torch, geo, const, K1, S0, S1)
 
-    def _pointwise(self, torch, f, D, B, rowscale, npad):
-        """Mean batch loss of every row, a per-point gradient factor g and the
-        row factor ``gscale`` with d loss / d f = g * gscale (None: 1).
+    def _pointwise(self, torch, f, D, B, rowscale, npad, g):
+        """Mean batch loss of every row; writes a per-point gradient factor into
+        ``g`` and returns the row factor ``gscale``: d loss / d f = g * gscale
+        (None: 1).
 
         ``rowscale``: 1 / (real points in the batch), per row or one float;
-        ``npad``: padding points per row in the batch (None: none).
+        ``npad``: virtual points per row in the batch (None: none).
         """
         if self.loss == "ce":
             if self.space == "prob":
                 # f here is f - 1/2; p_y = 1/2 + sg (f - 1/2), d(-log p_y)/df = -sg / p_y
-                x, sg = D
+                sg = D[1]
                 py = torch.addcmul(self._half(torch, f), sg, f).clamp_(CE_CLIP, 1.0 - CE_CLIP)
-                g = torch.div(sg, py)
+                torch.div(sg, py, out=g)
                 logs = _sum_log(torch, py, B)
                 gscale = -rowscale
             else:
                 # margin m = (2y-1) f; loss softplus(-m) = -log sigmoid(m), capped at
                 # -log(1e-16) like the probability clip of PL; d loss/df = -sg e q
-                x, nsg = D
+                nsg = D[1]
                 t = torch.mul(nsg, f).clamp_(max=-math.log(CE_CLIP))
                 e = torch.exp(t)                        # exp(-margin)
                 q = torch.add(e, 1.0).reciprocal_()     # sigmoid(margin)
-                g = torch.mul(nsg, e).mul_(q)
+                torch.mul(nsg, e, out=g).mul_(q)
                 logs = _sum_log(torch, q, B)
                 gscale = rowscale
-            if npad is not None:                        # padding points: p = 1/2
+            if npad is not None:                        # virtual points: p = 1/2
                 logs = logs + npad[:, 0] * math.log(2.0)
-            return -logs * (rowscale if npad is None else rowscale[:, 0]), g, gscale
-        _, y, w2 = D
+            return -logs * (rowscale if npad is None else rowscale[:, 0]), gscale
+        y, w2 = D[1], D[2]
         if self.space == "prob":
             r = f - y
-            wr = r * w2
-            return 0.5 * (r * wr).sum(1), wr, None
+            torch.mul(r, w2, out=g)
+            return 0.5 * (r * g).sum(1), None
         pr = torch.sigmoid(f)
         r = pr - y
-        wr = r * w2
-        lossb = 0.5 * (r * wr).sum(1)
-        return lossb, wr.mul_(pr).mul_(1.0 - pr), None
+        torch.mul(r, w2, out=g)
+        lossb = 0.5 * (r * g).sum(1)
+        g.mul_(pr).mul_(1.0 - pr)
+        return lossb, None
 
     _half_cache: dict = {}
 
@@ -490,26 +509,21 @@ class BatchedTrainer:
         On segment j, f = h_j + b_j (x - X_j) with b_j = (h_{j+1} - h_j) / dX_j;
         S0_j = sum g and S1_j = sum g (x - X_j) over the segment's points.
         """
+        F = torch.nn.functional
         b, inv, h, p, t = geo["b"], geo["inv"], geo["h"], geo["p"], geo["t"]
-        M = S0.shape[0]
-        K2 = K1 + 1
         q = S1 * inv                   # d loss / d b_j  divided by dX_j
         r = q * b
-        dh = torch.zeros((M, K2), dtype=S0.dtype, device=S0.device)
-        dh[:, :K1] += S0 - q
-        dh[:, 1:] += q
-        dX = torch.zeros_like(dh)
-        dX[:, :K1] += r - b * S0
-        dX[:, 1:] -= r
-        dX *= const["interior"]        # only interior knots depend on beta
+        dh = F.pad(S0 - q, (0, 1)) + F.pad(q, (1, 0))
+        dX = (F.pad(r - b * S0, (0, 1)) - F.pad(r, (1, 0))).mul_(const["interior"])
+        # t_j = sum_{i<j} p_i (interior j only): d/dp_i = sum_{j>i} dX_j (PL);
+        # PL3: z_j = log t_j - log u_j, u_j = sum_{i>=j} p_i
         if self.space == "prob":
             A = dX
         else:
             u = geo["u"]
-            A = torch.where(t > CLIP_LOGIT, dX / t.clamp_min(CLIP_LOGIT), torch.zeros_like(dX))
-            Bv = torch.where(u > CLIP_LOGIT, dX / u.clamp_min(CLIP_LOGIT), torch.zeros_like(dX))
-        rcA = torch.flip(torch.cumsum(torch.flip(A, [1]), dim=1), [1])
-        dp = rcA[:, 1:]                # d loss / d p_i = sum_{j > i} A_j  (- sum_{j <= i} B_j)
+            A = dX * torch.where(t > CLIP_LOGIT, t.reciprocal(), 0.0)
+            Bv = dX * torch.where(u > CLIP_LOGIT, u.reciprocal(), 0.0)
+        dp = torch.flip(torch.cumsum(torch.flip(A, [1]), dim=1), [1])[:, 1:]
         if self.space == "logit":
             dp = dp - torch.cumsum(Bv, dim=1)[:, :K1]
         dbeta = p * (dp - (p * dp).sum(1, keepdim=True))
@@ -522,23 +536,7 @@ def _sum_log(torch, v, B):
     (>= 1e-256, no underflow), 16 times fewer logarithms."""
     M = v.shape[0]
     B16 = (B // 16) * 16
-    total = torch.zeros(M, dtype=v.dtype, device=v.device)
-    if B16:
-        total += v[:, :B16].reshape(M, B16 // 16, 16).prod(-1).log_().sum(1)
+    total = v[:, :B16].reshape(M, B16 // 16, 16).prod(-1).log_().sum(1)
     if B16 < B:
         total += v[:, B16:].log().sum(1)
     return total
-
-
-def _segment_sums(torch, v, pos, B):
-    """Sums of ``v`` over the segments [pos_{j-1}, pos_j) of every sorted row."""
-    M = v.shape[0]
-    cs = torch.cumsum(v, dim=1)
-    zero = torch.zeros((M, 1), dtype=v.dtype, device=v.device)
-    total = cs[:, B - 1:B]
-    if pos.shape[1] == 0:
-        return total.clone()
-    before = torch.where(pos > 0, cs.gather(1, (pos - 1).clamp_(min=0)),
-                         torch.zeros_like(pos, dtype=v.dtype))
-    c = torch.cat([zero, before, total], dim=1)          # (M, kmax + 2)
-    return c[:, 1:] - c[:, :-1]                          # (M, kmax + 1)
