@@ -1,0 +1,52 @@
+"""True-map estimators on a hold-out."""
+import numpy as np
+import pytest
+from sklearn.isotonic import IsotonicRegression
+
+from fitontest import truth
+
+
+@pytest.fixture(scope="module")
+def holdout():
+    rng = np.random.default_rng(0)
+    s = rng.beta(2, 5, 200_000)
+    s[:10] = 0.0
+    s[10:20] = 1.0
+    y = (rng.random(s.size) < np.sqrt(s)).astype(np.int8)
+    return s, y
+
+
+def test_names():
+    assert {"isotonic", "es100_flat", "es100_slope1"} <= set(truth.names())
+    with pytest.raises(KeyError, match="unknown truth estimator"):
+        truth.estimate("nope", [0.1, 0.2], [0, 1])
+
+
+def test_isotonic_truth_is_isotonic_fit_on_holdout(holdout):
+    s, y = holdout
+    ref = IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip").fit(s, y).predict(s)
+    assert np.allclose(truth.estimate("isotonic", s, y), ref, atol=1e-15)
+
+
+def test_es100_truths_are_flat_and_slope1_bins(holdout):
+    s, y = holdout
+    order = np.argsort(s, kind="stable")
+    groups = np.array_split(order, 100)
+    # no ties at the group boundaries in this sample except the runs of 0 and 1
+    flat = truth.estimate("es100_flat", s, y)
+    slope = truth.estimate("es100_slope1", s, y)
+    g = groups[50]
+    assert np.allclose(flat[g], y[g].mean())
+    assert np.allclose(slope[g], np.clip(s[g] + y[g].mean() - s[g].mean(), 0, 1))
+    assert flat.min() >= 0 and slope.min() >= 0 and slope.max() <= 1
+    # every truth is close to the real map sqrt(s)
+    for name in truth.names():
+        c = truth.estimate(name, s, y)
+        assert np.mean(np.abs(c - np.sqrt(s))) < 0.02, name
+
+
+def test_truth_validates_input():
+    with pytest.raises(ValueError, match="NaN"):
+        truth.estimate("isotonic", [0.1, np.nan], [0, 1])
+    with pytest.raises(ValueError, match="0 or 1"):
+        truth.estimate("es100_flat", [0.1, 0.2], [0, 3])
