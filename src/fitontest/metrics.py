@@ -210,8 +210,9 @@ def kce(scores, labels, bandwidth: float | None = None, chunk: int = 1024) -> fl
     half the pairs tied) the standard deviation of the scores, and 1 when all
     scores are equal **(choice)**.
 
-    Exact O(n^2) time, O(chunk * n) memory: the upper triangle of the kernel
-    matrix is built in row blocks of ``chunk`` points.
+    Exact O(n^2) time (the upper triangle only), O(chunk^2 / 4) memory: the
+    kernel matrix is built tile by tile (``chunk // 4`` rows x ``chunk``
+    columns, in place in one buffer) and never held whole.
     """
     from .validation import check_binary
 
@@ -226,15 +227,23 @@ def kce(scores, labels, bandwidth: float | None = None, chunk: int = 1024) -> fl
     n = s.size
     r = y - s
     scale = -0.5 / bandwidth ** 2
+    rows = max(1, int(chunk) // 4)           # tiles of rows x chunk: cache-sized, in place
+    cols = max(1, int(chunk))
+    buf = np.empty((rows, cols))
+
+    def tile_sum(i0, i1, j0, j1):
+        k = buf[: i1 - i0, : j1 - j0]
+        np.subtract(s[i0:i1, None], s[None, j0:j1], out=k)
+        np.multiply(k, k, out=k)
+        k *= scale
+        np.exp(k, out=k)
+        return float(r[i0:i1] @ (k @ r[j0:j1]))
+
     total = 0.0
-    chunk = max(1, int(chunk))
-    for i0 in range(0, n, chunk):
-        i1 = min(i0 + chunk, n)
-        si, ri = s[i0:i1], r[i0:i1]
-        # diagonal block (strict upper triangle counted twice below)
-        k = np.exp(scale * (si[:, None] - si[None, :]) ** 2)
-        total += float(ri @ k @ ri) - float(np.dot(ri, ri))
-        if i1 < n:
-            k = np.exp(scale * (si[:, None] - s[None, i1:]) ** 2)
-            total += 2.0 * float(ri @ (k @ r[i1:]))
+    for i0 in range(0, n, rows):
+        i1 = min(i0 + rows, n)
+        total += tile_sum(i0, i1, i0, i1)                 # diagonal tile, both orders
+        for j0 in range(i1, n, cols):                     # strict upper triangle, twice
+            total += 2.0 * tile_sum(i0, i1, j0, min(j0 + cols, n))
+    total -= float(np.dot(r, r))                          # remove i == j (k = 1)
     return total / (n * (n - 1))

@@ -76,13 +76,35 @@ def spline_design(t: np.ndarray, n_knots: int, runout: str):
     return phi, dphi
 
 
-def fit_spline_map(s_sorted: np.ndarray, y_sorted: np.ndarray, n_knots: int, runout: str):
-    """(unique fitting scores, c at them) of the spline map, before clipping."""
-    n = s_sorted.size
+def _spline_solver(n: int, n_knots: int, runout: str):
+    """For n fitting points: (Q, R^-1, dPhi) with Phi = Q R, so the least-squares
+    knot values are v = R^-1 Q' F and the derivative at the points dPhi v.
+    Depends only on (n, K, runout) -- the rank fractions are i / n -- so CV
+    folds of equal size share it."""
     t = np.arange(1, n + 1) / n
-    f = np.cumsum(y_sorted - s_sorted) / n
     phi, dphi = spline_design(t, n_knots, runout)
-    v = np.linalg.lstsq(phi, f, rcond=None)[0]
+    q, r = np.linalg.qr(phi)
+    r_inv = np.linalg.pinv(r)
+    for a in (q, r_inv, dphi):
+        a.setflags(write=False)
+    return q, r_inv, dphi
+
+
+def fit_spline_map(s_sorted: np.ndarray, y_sorted: np.ndarray, n_knots: int, runout: str,
+                   cache: dict | None = None):
+    """(unique fitting scores, c at them) of the spline map, before clipping.
+    ``cache`` (a dict kept by the caller for one CV) reuses the least-squares
+    factorisation across folds of equal size."""
+    n = s_sorted.size
+    f = np.cumsum(y_sorted - s_sorted) / n
+    key = (n, int(n_knots), runout)
+    if cache is None:
+        q, r_inv, dphi = _spline_solver(*key)
+    else:
+        if key not in cache:
+            cache[key] = _spline_solver(*key)
+        q, r_inv, dphi = cache[key]
+    v = r_inv @ (q.T @ f)
     acc = s_sorted + dphi @ v
     uniq, first = np.unique(s_sorted, return_index=True)
     if uniq.size < n:                                   # average the map over tied scores
@@ -133,11 +155,12 @@ class SplineFamily(CalibrationFamily):
         cands = self._candidates()
         folds = kfold_indices(s.size, int(self.n_folds), int(self.seed))
         scores = np.zeros((len(folds), cands.size))
+        cache: dict = {}
         for f, (train, test) in enumerate(folds):
             o = np.argsort(s[train], kind="stable")
             st, yt = s[train][o], y[train][o]
             for c, k in enumerate(cands):
-                kx, kc = fit_spline_map(st, yt, int(k), self.runout)
+                kx, kc = fit_spline_map(st, yt, int(k), self.runout, cache)
                 pred = eval_spline_map(s[test], kx, kc)
                 scores[f, c] = np.mean((pred - y[test]) ** 2)
         self.candidates_ = cands
