@@ -226,20 +226,27 @@ def test_early_stopped_model_unaffected_by_the_others():
     """A batched run and a run of one candidate alone give the same model."""
     s, y = draw(1200, 4, cmap=lambda s: 0.5 + 0.4 * np.sin(6 * s))
     groups = [tr for tr, _ in kfold_indices(1200, 10, 0)][:3]
-    trainer = BatchedTrainer(space="prob", loss="ce", seed=5, max_epochs=300, patience=5,
+    trainer = BatchedTrainer(space="prob", loss="ce", seed=6, max_epochs=300, patience=3,
                              n_threads=1)
     both = trainer.fit(s, y, groups, [0, 1, 2, 3, 4, 5], n_batches=4)
-    alone = trainer.fit(s, y, groups, [3], n_batches=4, pad_knots=5)
-    # the candidates stop at different epochs, so rows really left the batch
-    assert len(np.unique(both.n_epochs)) > 3
-    assert np.array_equal(both.n_epochs[:, 3], alone.n_epochs[:, 0])
-    assert np.array_equal(both.knots[:, 3], alone.knots[:, 0])
-    assert np.array_equal(both.heights[:, 3], alone.heights[:, 0])
+    alone = trainer.fit(s, y, groups, [4], n_batches=4, pad_knots=5)
+    # the candidates stop at different epochs: other rows went on after k = 4
+    # stopped, and k = 4 went on after others had left the batch
+    assert (both.n_epochs.max(1) > both.n_epochs[:, 4]).any()
+    assert (both.n_epochs.min(1) < both.n_epochs[:, 4]).any()
+    assert np.array_equal(both.n_epochs[:, 4], alone.n_epochs[:, 0])
+    assert np.array_equal(both.knots[:, 4], alone.knots[:, 0])
+    assert np.array_equal(both.heights[:, 4], alone.heights[:, 0])
+    # every group has its own shuffling stream: one group trained alone
+    one = trainer.fit(s, y, groups[1:2], [0, 1, 2, 3, 4, 5], n_batches=4, group_ids=[1])
+    assert np.array_equal(one.heights[0], both.heights[1])
+    assert np.array_equal(one.n_epochs[0], both.n_epochs[1])
     # a model's trajectory: stopping at its epoch == training exactly that long
-    e = int(both.n_epochs[0, 3])
-    capped = BatchedTrainer(space="prob", loss="ce", seed=5, max_epochs=e,
-                            patience=10**6, n_threads=1).fit(s, y, groups, [3], n_batches=4, pad_knots=5)
-    assert np.array_equal(capped.heights[0, 0], both.heights[0, 3])
+    g = int(np.argmin(both.n_epochs[:, 4]))
+    capped = BatchedTrainer(space="prob", loss="ce", seed=6, max_epochs=int(both.n_epochs[g, 4]),
+                            patience=10**6, n_threads=1).fit(
+        s, y, groups[g:g + 1], [4], n_batches=4, pad_knots=5, group_ids=[g])
+    assert np.array_equal(capped.heights[0, 0], both.heights[g, 4])
 
 
 def test_same_seed_same_result_other_seed_differs():

@@ -209,7 +209,7 @@ class BatchedTrainer:
 
     # ------------------------------------------------------------------ API
     def fit(self, s, y, groups, ks, *, n_batches: int, pad_knots: int | None = None,
-            trace: bool = False) -> BatchedResult:
+            group_ids=None, trace: bool = False) -> BatchedResult:
         """Train a model for every group and every number of interior knots in ``ks``.
 
         ``s``, ``y``: all points; ``groups``: index arrays into them (one model
@@ -217,6 +217,9 @@ class BatchedTrainer:
         per epoch: a group's points in a random order, cut into ``n_batches``
         nearly equal consecutive batches (``numpy.array_split`` sizes).
         ``pad_knots`` (>= max(ks)) fixes the padded width of the parameter rows.
+        ``group_ids`` (default 0, 1, ...) seed each group's own shuffling
+        stream (``torch.Generator`` seeded from (seed, group id)), so a subset
+        of the groups, trained alone, gives exactly the same models.
         ``trace`` records (row ids, training loss) per epoch in ``history_``.
         """
         import torch
@@ -234,7 +237,11 @@ class BatchedTrainer:
             torch.set_num_threads(int(self.n_threads))
         try:
             with torch.no_grad():
-                return self._fit(torch, s, y, groups, ks, kmax, int(n_batches), trace)
+                gids = range(len(groups)) if group_ids is None else group_ids
+                gids = [int(g) for g in gids]
+                if len(gids) != len(groups):
+                    raise ValueError("need one group id per group")
+                return self._fit(torch, s, y, groups, ks, kmax, int(n_batches), gids, trace)
         finally:
             if self.n_threads is not None:
                 torch.set_num_threads(old_threads)
@@ -257,7 +264,7 @@ class BatchedTrainer:
         return [xs, ys, 2.0 * real], 2
 
     # ------------------------------------------------------------- internals
-    def _fit(self, torch, s, y, groups, ks, kmax, n_batches, trace):
+    def _fit(self, torch, s, y, groups, ks, kmax, n_batches, gids, trace):
         dev = resolve_device(self.device)
         dt = torch.float64
         prob = _Problem(torch, self, s, y, groups, dev, dt)
@@ -314,8 +321,12 @@ class BatchedTrainer:
         counts = np.array([len(a) for a in np.array_split(np.arange(prob.nmax), n_batches)])
         bounds = np.concatenate([[0], np.cumsum(counts)])
         label = torch.as_tensor(np.repeat(np.arange(n_batches, dtype=np.int8), counts))
-        gen = torch.Generator()          # CPU generator: the same stream on every device
-        gen.manual_seed(int(self.seed))
+        # one CPU generator per group (the same streams on every device)
+        gens = []
+        for gid in gids:
+            gens.append(torch.Generator())
+            gens[-1].manual_seed(int(np.random.SeedSequence([int(self.seed), gid])
+                                     .generate_state(1, dtype=np.uint64)[0] >> 1))
         b1, b2 = ADAM_BETAS
         step = 0
         active = M
@@ -326,7 +337,7 @@ class BatchedTrainer:
             # batch label; a stable (radix) sort by label then lists the members
             # of every batch in increasing input order.
             lab = torch.stack([label[torch.randperm(prob.nmax, generator=gen)]
-                               for _ in range(G)])
+                               for gen in gens])
             order = np.argsort(lab.numpy(), axis=1, kind="stable")
             order = prob.members.gather(1, torch.as_tensor(order, device=dev))
             ep_loss = torch.zeros(active, dtype=dt, device=dev)
