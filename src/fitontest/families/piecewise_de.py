@@ -43,6 +43,7 @@ import numpy as np
 
 from ..selection import complexity_rule, kfold_indices
 from . import CalibrationFamily, register
+from ._threads import single_blas_thread
 
 #: pwlf's own ``differential_evolution`` settings: used for the final fit
 DE_SETTINGS = dict(strategy="best1bin", maxiter=1000, popsize=50, tol=1e-3,
@@ -284,6 +285,10 @@ class PiecewiseDEFamily(CalibrationFamily):
         self.seed = seed
 
     def _fit(self, s, y):
+        with single_blas_thread():
+            self._fit_cv(s, y)
+
+    def _fit_cv(self, s, y):
         if int(self.degree) not in (1, 2):
             raise ValueError(f"degree must be 1 or 2, got {self.degree!r}")
         if int(self.max_segments) < 1:

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..selection import complexity_rule, kfold_indices
 from . import CalibrationFamily, register
+from ._threads import single_blas_thread
 
 RUNOUTS = ("natural", "parabolic", "cubic")
 _MIN_KNOTS = {"natural": 2, "parabolic": 3, "cubic": 4}
@@ -152,6 +153,10 @@ class SplineFamily(CalibrationFamily):
         return np.arange(lo, int(self.max_knots) + 1)
 
     def _fit(self, s, y):
+        with single_blas_thread():
+            self._fit_cv(s, y)
+
+    def _fit_cv(self, s, y):
         cands = self._candidates()
         folds = kfold_indices(s.size, int(self.n_folds), int(self.seed))
         scores = np.zeros((len(folds), cands.size))
