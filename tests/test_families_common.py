@@ -98,3 +98,18 @@ def test_every_map_beats_identity_on_a_strong_miscalibration(name):
     fam = families.get(name, **FAST.get(name, {})).fit(p, y)
     identity = metrics.cmee(p_test, c_test)
     assert metrics.cmee(fam.predict(p_test), c_test) < 0.6 * identity
+
+
+@pytest.mark.parametrize("name", MINE)
+def test_constant_scores_and_tiny_sets(name):
+    """Degenerate but valid input: every score equal; and n just above the folds."""
+    import warnings
+
+    rng = np.random.default_rng(1)
+    for s, y in [(np.full(40, 0.3), np.arange(40) % 2),
+                 (rng.random(12), np.arange(12) % 2)]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            fam = families.get(name, **FAST.get(name, {})).fit(s, y)
+            out = fam.predict(np.linspace(0, 1, 7)) if fam.provides_map else fam.ce_estimate(s)
+        assert np.all(np.isfinite(out))

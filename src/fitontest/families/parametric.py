@@ -135,5 +135,17 @@ class BetaFamily(CalibrationFamily):
         self.map_ = np.asarray(cal.calibrator_.map_, dtype=np.float64)
 
     def _predict(self, s):
+        # betacal's own prediction, except that the features are chosen by the
+        # number the logistic regression was fitted on: betacal picks them from
+        # a == 0 / b == 0, which breaks when a fitted coefficient is exactly 0
+        # (constant scores) -- identical output otherwise.
+        inner = self.calibrator_.calibrator_
+        eps = np.finfo(np.float64).eps
+        df = np.clip(s, eps, 1 - eps)
+        x = np.column_stack((np.log(df), -np.log(1.0 - df)))
+        if inner.lr_.n_features_in_ == 1:
+            x = x[:, 1:] if self.map_[0] == 0 else x[:, :1]
         with warnings.catch_warnings():
-            return np.clip(np.asarray(self.calibrator_.predict(s), dtype=np.float64), 0.0, 1.0)
+            warnings.simplefilter("ignore")
+            p = inner.lr_.predict_proba(x)[:, 1]
+        return np.clip(np.asarray(p, dtype=np.float64), 0.0, 1.0)

@@ -223,9 +223,13 @@ def _fit_pwlf(x, y, degree: int, n_segments: int, seed: int, settings=None):
     import pwlf
     from scipy.optimize import differential_evolution
 
-    model = pwlf.PiecewiseLinFit(x, y, degree=degree)
     b0, bn = float(x.min()), float(x.max())
-    if n_segments == 1 or bn <= b0:
+    if bn <= b0:
+        # every score equal: no line can be fitted; the map is the constant
+        # mean label **(choice)** (a float in place of the pwlf model)
+        return float(np.mean(y))
+    model = pwlf.PiecewiseLinFit(x, y, degree=degree)
+    if n_segments == 1:
         model.fit_with_breaks([b0, bn])
         return model
     fast = _FastSSR(x, y, degree)
@@ -262,6 +266,8 @@ def _polish(fast: _FastSSR, func, x0, bounds=None, **kwargs):
 
 
 def _predict_pwlf(model, s: np.ndarray) -> np.ndarray:
+    if isinstance(model, float):                       # all fitting scores equal
+        return np.full(s.shape, model)
     return np.clip(model.predict(s), 0.0, 1.0)
 
 
@@ -271,7 +277,8 @@ class PiecewiseDEFamily(CalibrationFamily):
     """pwlf continuous piecewise polynomial map, segments by CV (module docstring).
 
     Fitted: ``n_pieces_`` (segments), ``candidates_``, ``cv_scores_``,
-    ``breaks_``, ``pwlf_`` (the pwlf model).
+    ``breaks_``, ``pwlf_`` (the pwlf model; the mean label, a float, when all
+    fitting scores are equal).
     """
 
     hyper_attr = "n_pieces_"
@@ -306,7 +313,8 @@ class PiecewiseDEFamily(CalibrationFamily):
         self.cv_scores_ = scores.mean(axis=0)
         self.n_pieces_ = int(complexity_rule(cands, self.cv_scores_, tol=float(self.tol)))
         self.pwlf_ = _fit_pwlf(s, y, deg, self.n_pieces_, seed)
-        self.breaks_ = np.asarray(self.pwlf_.fit_breaks, dtype=np.float64)
+        self.breaks_ = (np.array([s[0], s[0]]) if isinstance(self.pwlf_, float)
+                        else np.asarray(self.pwlf_.fit_breaks, dtype=np.float64))
 
     def _predict(self, s):
         return _predict_pwlf(self.pwlf_, s)
