@@ -143,17 +143,15 @@ def test_hand_written_gradient_matches_autograd(space, loss):
     if space == "logit":
         P[:, K1:] *= 3
     tr = BatchedTrainer(space=space, loss=loss)
-    col1, col2, kk = np.arange(K1)[None], np.arange(K1 + 1)[None], np.array(ks)[:, None]
-    const = {"pad1": torch.as_tensor(col1 > kk), "end2": torch.as_tensor(col2 >= kk + 1),
-             "interior": torch.as_tensor((col2 >= 1) & (col2 <= kk), dtype=torch.float64),
-             "padint": torch.as_tensor(col1[:, :kmax] >= kk)}
+    const = tr._constants(np.array(ks), kmax)
     real = np.ones((M, B))
     arrays, scaled = tr._point_arrays(x.numpy(), y.numpy(), real)
     D = torch.as_tensor(np.stack(arrays))
     if scaled is not None:
         D[scaled] /= B
     with torch.no_grad():
-        lossb, grad = tr._loss_and_grad(torch, P.clone(), const, K1, D, 1.0 / B, None)
+        lossb, grad = tr._loss_and_grad(torch, P.numpy().copy(), const, D, 1.0 / B, None)
+    lossb, grad = torch.as_tensor(lossb), torch.as_tensor(grad)
     Pr = P.clone().requires_grad_(True)
     ref = _reference_losses(Pr, ks, x, y, torch.full((B,), 1.0 / B, dtype=torch.float64),
                             space, loss, K1)

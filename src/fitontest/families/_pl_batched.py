@@ -193,7 +193,14 @@ class _Problem:
 
 
 class BatchedTrainer:
-    """Train every (group, k) model of a PL or PL3 fit at once."""
+    """Train every (group, k) model of a PL or PL3 fit at once.
+
+    Work split: everything per data point runs in torch on ``device``; the
+    small per-model tensors (models x knots: knots, slopes, the chain rule,
+    Adam, early stopping) run in numpy, where an operation costs a fraction of
+    a torch dispatch (the small part is ~60 operations per step, and a fit
+    takes up to 6000 steps).
+    """
 
     def __init__(self, *, space: str, loss: str, lr: float = 0.01, max_epochs: int = 1500,
                  patience: int = 20, seed: int = 0, device: str = "cpu",
@@ -232,15 +239,15 @@ class BatchedTrainer:
             raise ValueError("pad_knots must be >= max(ks)")
         if len(groups) == 0:
             raise ValueError("need at least one group")
+        gids = range(len(groups)) if group_ids is None else group_ids
+        gids = [int(g) for g in gids]
+        if len(gids) != len(groups):
+            raise ValueError("need one group id per group")
         old_threads = torch.get_num_threads()
         if self.n_threads is not None:
             torch.set_num_threads(int(self.n_threads))
         try:
-            with torch.no_grad():
-                gids = range(len(groups)) if group_ids is None else group_ids
-                gids = [int(g) for g in gids]
-                if len(gids) != len(groups):
-                    raise ValueError("need one group id per group")
+            with torch.no_grad(), np.errstate(divide="ignore", over="ignore"):
                 return self._fit(torch, s, y, groups, ks, kmax, int(n_batches), gids, trace)
         finally:
             if self.n_threads is not None:
@@ -263,11 +270,25 @@ class BatchedTrainer:
             return [xs, -sg], None
         return [xs, ys, 2.0 * real], 2
 
+    @staticmethod
+    def _constants(ks_rows: np.ndarray, kmax: int) -> dict:
+        """Masks of the padded parameter rows (numpy), one row per model."""
+        K1, K2 = kmax + 1, kmax + 2
+        kk = ks_rows[:, None]
+        col1 = np.arange(K1)[None, :]
+        col2 = np.arange(K2)[None, :]
+        return {
+            "negpad1": np.where(col1 > kk, -np.inf, 0.0),             # unused beta entries
+            "end2": np.broadcast_to(col2 >= kk + 1, (kk.shape[0], K2)).copy(),
+            "interior": ((col2 >= 1) & (col2 <= kk)).astype(np.float64),
+            "padint": np.broadcast_to(col1[:, :kmax] >= kk, (kk.shape[0], kmax)).copy(),
+            "used2": np.broadcast_to(col2 <= kk + 1, (kk.shape[0], K2)).copy(),
+        }
+
     # ------------------------------------------------------------- internals
     def _fit(self, torch, s, y, groups, ks, kmax, n_batches, gids, trace):
         dev = resolve_device(self.device)
-        dt = torch.float64
-        prob = _Problem(torch, self, s, y, groups, dev, dt)
+        prob = _Problem(torch, self, s, y, groups, dev, torch.float64)
         G, C = prob.G, ks.shape[0]
         M = G * C
         K1, K2 = kmax + 1, kmax + 2
@@ -277,43 +298,27 @@ class BatchedTrainer:
         # ---- per-model constants (model m = g * C + c)
         group_np = np.repeat(np.arange(G), C)
         k_np = np.tile(ks, G)
-        col1 = np.arange(K1)[None, :]
-        col2 = np.arange(K2)[None, :]
-        kk = k_np[:, None]
-
-        def constants():
-            return {
-                "group": torch.as_tensor(group_np, device=dev),
-                "pad1": torch.as_tensor(col1 > kk, device=dev),          # unused beta entries
-                "end2": torch.as_tensor(col2 >= kk + 1, device=dev),     # t = 1: end knot, pads
-                "interior": torch.as_tensor((col2 >= 1) & (col2 <= kk), dtype=dt, device=dev),
-                "padint": torch.as_tensor(col1[:, :kmax] >= kk, device=dev),  # unused interior
-                "idx": torch.arange(M, device=dev),
-            }
-
-        const = constants()
+        const = self._constants(k_np, kmax)
+        const["idx"] = np.arange(M)
+        const["group"] = group_np
+        group_t = torch.as_tensor(group_np, device=dev)
 
         # ---- initial parameters: knots at equal-size quantiles, identity map
-        beta0 = np.stack([initial_beta(prob.sorted_s[g], int(k), K1)
-                          for g, k in zip(group_np, k_np)])
-        P = torch.zeros((M, K1 + K2), dtype=dt, device=dev)
-        P[:, :K1] = torch.as_tensor(beta0, dtype=dt, device=dev)
-        geo = self._geometry(torch, P, const, K1)
+        P = np.zeros((M, K1 + K2))
+        P[:, :K1] = np.stack([initial_beta(prob.sorted_s[g], int(k), K1)
+                              for g, k in zip(group_np, k_np)])
+        geo = self._geometry(P, const, exact_ends=True)
         if self.space == "prob":
-            tc = geo["t"].clamp(CLIP_HEIGHT, 1.0 - CLIP_HEIGHT)
-            eta0 = torch.log(tc) - torch.log1p(-tc)
+            tc = np.clip(geo["t"], CLIP_HEIGHT, 1.0 - CLIP_HEIGHT)
+            eta0 = np.log(tc) - np.log1p(-tc)
         else:
-            eta0 = geo["X"].clone()
-        used = torch.as_tensor(col2 <= kk + 1, device=dev)
-        P[:, K1:] = torch.where(used, eta0, torch.zeros_like(eta0))
+            eta0 = geo["X"]
+        P[:, K1:] = np.where(const["used2"], eta0, 0.0)
 
-        # ---- optimiser / early-stopping state
-        state = {
-            "P": P, "m": torch.zeros_like(P), "v": torch.zeros_like(P),
-            "best": torch.full((M,), math.inf, dtype=dt, device=dev),
-            "since": torch.zeros(M, dtype=torch.long, device=dev),
-        }
-        out_P = P.clone()
+        # ---- optimiser / early-stopping state (numpy, per working row)
+        state = {"P": P, "m": np.zeros_like(P), "v": np.zeros_like(P),
+                 "best": np.full(M, np.inf), "since": np.zeros(M, dtype=np.int64)}
+        out_P = P.copy()
         out_loss = np.full(M, np.nan)
         out_epochs = np.zeros(M, dtype=np.int64)
 
@@ -329,7 +334,6 @@ class BatchedTrainer:
                                      .generate_state(1, dtype=np.uint64)[0] >> 1))
         b1, b2 = ADAM_BETAS
         step = 0
-        active = M
         self.history_ = [] if trace else None
 
         for epoch in range(self.max_epochs):
@@ -340,7 +344,7 @@ class BatchedTrainer:
                                for gen in gens])
             order = np.argsort(lab.numpy(), axis=1, kind="stable")
             order = prob.members.gather(1, torch.as_tensor(order, device=dev))
-            ep_loss = torch.zeros(active, dtype=dt, device=dev)
+            ep_loss = np.zeros(state["P"].shape[0])
             for b in range(n_batches):
                 cols = order[:, bounds[b]:bounds[b + 1]]
                 Dg = prob.data[:, cols]                       # (n_arrays, G, batch)
@@ -349,126 +353,150 @@ class BatchedTrainer:
                     if prob.scaled is not None:
                         Dg[prob.scaled] *= rowscale
                 else:
-                    nreal = prob.real[cols].sum(1, keepdim=True).clamp_min(1.0)
+                    nreal_t = prob.real[cols].sum(1).clamp_min(1.0)
                     if prob.scaled is not None:
-                        Dg[prob.scaled] /= nreal
-                    rowscale = (1.0 / nreal).index_select(0, const["group"])
-                    npad = (float(counts[b]) - nreal).index_select(0, const["group"])
-                Dm = Dg.index_select(1, const["group"])
+                        Dg[prob.scaled] /= nreal_t[:, None]
+                    nreal = nreal_t.cpu().numpy()[const["group"]][:, None]
+                    rowscale, npad = 1.0 / nreal, float(counts[b]) - nreal
+                Dm = Dg.index_select(1, group_t)
                 step += 1
-                lossb, grad = self._loss_and_grad(torch, state["P"], const, K1, Dm,
-                                                  rowscale, npad)
+                lossb, grad = self._loss_and_grad(torch, state["P"], const, Dm, rowscale, npad)
                 ep_loss += lossb
                 # Adam (torch.optim.Adam formula); every working row is active
-                m, v, Pw = state["m"], state["v"], state["P"]
-                m.mul_(b1).add_(grad, alpha=1.0 - b1)
-                v.mul_(b2).addcmul_(grad, grad, value=1.0 - b2)
-                denom = v.sqrt().div_(math.sqrt(1.0 - b2 ** step)).add_(ADAM_EPS)
-                Pw.addcdiv_(m, denom, value=-self.lr / (1.0 - b1 ** step))
+                m, v = state["m"], state["v"]
+                m *= b1
+                m += (1.0 - b1) * grad
+                v *= b2
+                v += (1.0 - b2) * grad * grad
+                denom = np.sqrt(v) / math.sqrt(1.0 - b2 ** step) + ADAM_EPS
+                state["P"] -= (self.lr / (1.0 - b1 ** step)) * m / denom
             ep_loss /= n_batches
             improved = ep_loss < state["best"]
-            state["best"] = torch.where(improved, ep_loss, state["best"])
-            state["since"] = torch.where(improved, 0, state["since"] + 1)
+            state["best"] = np.where(improved, ep_loss, state["best"])
+            state["since"] = np.where(improved, 0, state["since"] + 1)
             stop = state["since"] >= self.patience
             if trace:
-                self.history_.append((const["idx"].cpu().numpy().copy(),
-                                      ep_loss.cpu().numpy().copy()))
+                self.history_.append((const["idx"].copy(), ep_loss.copy()))
             last = epoch + 1 == self.max_epochs
-            if last or bool(stop.any()):
-                done = torch.ones_like(stop) if last else stop
+            if last or stop.any():
+                done = np.ones_like(stop) if last else stop
                 idx = const["idx"][done]
                 out_P[idx] = state["P"][done]
-                idx_np = idx.cpu().numpy()
-                out_loss[idx_np] = ep_loss[done].cpu().numpy()
-                out_epochs[idx_np] = epoch + 1
+                out_loss[idx] = ep_loss[done]
+                out_epochs[idx] = epoch + 1
                 keep = ~done
-                active = int(keep.sum())
-                if active == 0:
+                if not keep.any():
                     break
-                for key in ("P", "m", "v", "best", "since"):
+                for key in state:
                     state[key] = state[key][keep]
                 for key in const:
                     const[key] = const[key][keep]
+                group_t = torch.as_tensor(const["group"], device=dev)
 
-        # ---- fitted maps in numpy
-        geo = self._geometry(torch, out_P, constants(), K1)
-        knots = geo["X"].cpu().numpy().reshape(G, C, K2)
-        heights = geo["h"].cpu().numpy().reshape(G, C, K2)
-        return BatchedResult(space=self.space, ks=ks, knots=knots, heights=heights,
+        # ---- fitted maps
+        geo = self._geometry(out_P, self._constants(k_np, kmax), exact_ends=True)
+        return BatchedResult(space=self.space, ks=ks,
+                             knots=geo["X"].reshape(G, C, K2),
+                             heights=geo["h"].reshape(G, C, K2),
                              n_epochs=out_epochs.reshape(G, C),
                              final_loss=out_loss.reshape(G, C))
 
-    def _geometry(self, torch, P, const, K1):
-        """Knots X (input space), heights h, slopes b and intercepts a of every row."""
-        F = torch.nn.functional
-        p = torch.softmax(P[:, :K1].masked_fill(const["pad1"], -math.inf), dim=1)
-        t = F.pad(torch.cumsum(p, dim=1), (1, 0)).masked_fill_(const["end2"], 1.0)
+    def _geometry(self, P, const, exact_ends=False):
+        """Knots X (input space), heights h, slopes b and intercepts a of every row.
+
+        Without ``exact_ends`` the end knot t_{k+1} = sum(softmax) is 1 up to
+        rounding (the padded beta entries are exactly 0 after softmax), which
+        changes nothing inside the training loop; fitted maps get exact ends.
+        """
+        K1 = const["negpad1"].shape[1]
+        beta = P[:, :K1] + const["negpad1"]
+        e = np.exp(beta - beta.max(axis=1, keepdims=True))
+        p = e / e.sum(axis=1, keepdims=True)
+        M = P.shape[0]
+        t = np.zeros((M, K1 + 1))
+        np.cumsum(p, axis=1, out=t[:, 1:])
+        if exact_ends:
+            t[const["end2"]] = 1.0
         out = {"p": p, "t": t}
         eta = P[:, K1:]
         if self.space == "prob":
             X = t
-            h = torch.sigmoid(eta)
+            h = 1.0 / (1.0 + np.exp(-eta))
         else:
             # 1 - t_j as the sum of the gaps to its right: exact near t = 1
-            u = F.pad(torch.flip(torch.cumsum(torch.flip(p, [1]), dim=1), [1]), (0, 1))
-            u[:, 0] = 1.0
-            u.masked_fill_(const["end2"], 0.0)
-            X = torch.log(t.clamp_min(CLIP_LOGIT)) - torch.log(u.clamp_min(CLIP_LOGIT))
+            u = np.zeros_like(t)
+            u[:, :K1] = np.cumsum(p[:, ::-1], axis=1)[:, ::-1]
+            if exact_ends:
+                u[:, 0] = 1.0
+            X = np.log(np.maximum(t, CLIP_LOGIT)) - np.log(np.maximum(u, CLIP_LOGIT))
             out["u"] = u
             h = eta
-        dX = torch.diff(X, dim=1)
-        inv = torch.where(dX > 0, dX.reciprocal(), 0.0)
-        b = torch.diff(h, dim=1).mul_(inv)
+        dX = X[:, 1:] - X[:, :-1]
+        inv = np.divide(1.0, dX, out=np.zeros_like(dX), where=dX > 0)
+        b = (h[:, 1:] - h[:, :-1]) * inv
         a = h[:, :K1] - b * X[:, :K1]
         out.update(X=X, h=h, inv=inv, b=b, a=a)
         return out
 
-    def _loss_and_grad(self, torch, P, const, K1, D, rowscale, npad):
-        """Mean batch loss per row and its gradient w.r.t. the parameter rows.
+    def _loss_and_grad(self, torch, P, const, D, rowscale, npad):
+        """Mean batch loss per row and its gradient w.r.t. the parameter rows
+        (numpy). ``D`` (n_arrays, rows, B) torch: the batch's point arrays of
+        every row, the inputs ``D[0]`` increasing along each row."""
+        geo = self._geometry(P, const)
+        lossb, S0, S1 = self._point_sums(torch, geo, const, D, rowscale, npad)
+        return lossb, self._backward(geo, const, S0, S1)
 
-        ``D`` (n_arrays, rows, B): the batch's point arrays for every row, the
-        inputs ``D[0]`` increasing along each row.
-        """
-        geo = self._geometry(torch, P, const, K1)
+    def _point_sums(self, torch, geo, const, D, rowscale, npad):
+        """The per-point pass (torch): batch losses and per-segment sums
+        S0 = sum g, S1 = sum g (x - X_j) of d loss / d f."""
         X, a, b = geo["X"], geo["a"], geo["b"]
-        if self.loss == "ce" and self.space == "prob":
-            a = a - 0.5                                 # PL's cross-entropy uses f - 1/2
+        K1 = a.shape[1]
+        kmax = K1 - 1
         x = D[0]
         M, B = x.shape
-        kmax = K1 - 1
+        dev = x.device
+        if self.loss == "ce" and self.space == "prob":
+            a = a - 0.5                                 # PL's cross-entropy uses f - 1/2
+        # small tables to the device in one transfer: [a | b | interior knots]
+        xint = np.where(const["padint"], np.inf, X[:, 1:K1])
+        tab = torch.as_tensor(np.concatenate([a, b, xint], axis=1), device=dev)
+        a_t, b_t, xint_t = tab[:, :K1], tab[:, K1:2 * K1], tab[:, 2 * K1:]
         # positions of the interior knots among the sorted batch points
-        pos = torch.searchsorted(x, X[:, 1:K1].masked_fill(const["padint"], math.inf))
+        pos = torch.searchsorted(x, xint_t.contiguous())         # (M, kmax) in [0, B]
         # f = a_j + b_j x on segment j = number of interior knots at or below x
         if kmax > 0:
-            hist = torch.zeros((M, B + 1), dtype=torch.long, device=x.device)
+            hist = torch.zeros((M, B + 1), dtype=torch.long, device=dev)
             hist.scatter_add_(1, pos, torch.ones_like(pos))
             j = torch.cumsum(hist[:, :B], dim=1)
-            f = torch.addcmul(a.gather(1, j), b.gather(1, j), x)
+            f = torch.addcmul(a_t.gather(1, j), b_t.gather(1, j), x)
         else:
-            f = torch.addcmul(a, b, x)
-        gbuf = torch.empty((2, M, B), dtype=x.dtype, device=x.device)
-        lossb, gscale = self._pointwise(torch, f, D, B, rowscale, npad, gbuf[0])
-        torch.mul(gbuf[0], x, out=gbuf[1])
-        # per-segment sums of g and g x from cumulative sums at the knot positions
-        cs = torch.cumsum(gbuf, dim=2)
-        before = cs.gather(2, (pos - 1).clamp_(min=0).expand(2, M, kmax))
-        before = torch.where(pos > 0, before, 0.0)
-        S = torch.diff(torch.nn.functional.pad(torch.cat([before, cs[:, :, B - 1:]], dim=2),
-                                               (1, 0)), dim=2)
+            f = torch.addcmul(a_t, b_t, x)
+        gbuf = torch.empty((2, M, B + 1), dtype=x.dtype, device=dev)
+        gbuf[:, :, 0] = 0.0
+        g = gbuf[0, :, 1:]
+        lossb, gscale = self._pointwise(torch, f, D, B, rowscale, npad, g)
+        torch.mul(g, x, out=gbuf[1, :, 1:])
+        # per-segment sums of g and g x: cumulative sums read at the segment
+        # boundaries [0, pos_1, ..., pos_kmax, B]
+        gbuf.cumsum_(dim=2)
+        bnd = torch.nn.functional.pad(pos, (1, 1), value=B)
+        bnd[:, 0] = 0
+        c = gbuf.gather(2, bnd.expand(2, M, kmax + 2)).cpu().numpy()
+        S = c[:, :, 1:] - c[:, :, :-1]
         S0 = S[0]
         S1 = S[1] - X[:, :K1] * S0                     # sum g (x - X_j)
         if gscale is not None:
             S0 = S0 * gscale
             S1 = S1 * gscale
-        return lossb, self._backward(torch, geo, const, K1, S0, S1)
+        return lossb, S0, S1
 
     def _pointwise(self, torch, f, D, B, rowscale, npad, g):
-        """Mean batch loss of every row; writes a per-point gradient factor into
-        ``g`` and returns the row factor ``gscale``: d loss / d f = g * gscale
-        (None: 1).
+        """Mean batch loss of every row (numpy); writes a per-point gradient
+        factor into ``g`` and returns the row factor ``gscale`` with
+        d loss / d f = g * gscale (None: 1).
 
-        ``rowscale``: 1 / (real points in the batch), per row or one float;
-        ``npad``: virtual points per row in the batch (None: none).
+        ``rowscale``: 1 / (real points in the batch), (rows, 1) or one float;
+        ``npad``: virtual points per row in the batch, (rows, 1) or None.
         """
         if self.loss == "ce":
             if self.space == "prob":
@@ -488,18 +516,20 @@ class BatchedTrainer:
                 torch.mul(nsg, e, out=g).mul_(q)
                 logs = _sum_log(torch, q, B)
                 gscale = rowscale
+            logs = logs.cpu().numpy()
             if npad is not None:                        # virtual points: p = 1/2
                 logs = logs + npad[:, 0] * math.log(2.0)
-            return -logs * (rowscale if npad is None else rowscale[:, 0]), gscale
+                return -logs * rowscale[:, 0], gscale
+            return -logs * rowscale, gscale
         y, w2 = D[1], D[2]
         if self.space == "prob":
             r = f - y
             torch.mul(r, w2, out=g)
-            return 0.5 * (r * g).sum(1), None
+            return 0.5 * (r * g).sum(1).cpu().numpy(), None
         pr = torch.sigmoid(f)
         r = pr - y
         torch.mul(r, w2, out=g)
-        lossb = 0.5 * (r * g).sum(1)
+        lossb = 0.5 * (r * g).sum(1).cpu().numpy()
         g.mul_(pr).mul_(1.0 - pr)
         return lossb, None
 
@@ -514,32 +544,36 @@ class BatchedTrainer:
                                                              device=like.device)
         return t
 
-    def _backward(self, torch, geo, const, K1, S0, S1):
-        """Chain rule from the segment sums to (beta, eta) on the small tensors.
+    def _backward(self, geo, const, S0, S1):
+        """Chain rule from the segment sums to (beta, eta) on the small arrays.
 
         On segment j, f = h_j + b_j (x - X_j) with b_j = (h_{j+1} - h_j) / dX_j;
         S0_j = sum g and S1_j = sum g (x - X_j) over the segment's points.
         """
-        F = torch.nn.functional
         b, inv, h, p, t = geo["b"], geo["inv"], geo["h"], geo["p"], geo["t"]
+        M, K1 = S0.shape
         q = S1 * inv                   # d loss / d b_j  divided by dX_j
         r = q * b
-        dh = F.pad(S0 - q, (0, 1)) + F.pad(q, (1, 0))
-        dX = (F.pad(r - b * S0, (0, 1)) - F.pad(r, (1, 0))).mul_(const["interior"])
-        # t_j = sum_{i<j} p_i (interior j only): d/dp_i = sum_{j>i} dX_j (PL);
-        # PL3: z_j = log t_j - log u_j, u_j = sum_{i>=j} p_i
+        dh = np.zeros((M, K1 + 1))
+        dh[:, :K1] = S0 - q
+        dh[:, 1:] += q
+        dX = np.zeros_like(dh)
+        dX[:, :K1] = r - b * S0
+        dX[:, 1:] -= r
+        dX *= const["interior"]        # only interior knots depend on beta
+        # t_j = sum_{i<j} p_i: d/dp_i = sum_{j>i} dX_j (PL); PL3: z_j = log t_j - log u_j
         if self.space == "prob":
             A = dX
         else:
             u = geo["u"]
-            A = dX * torch.where(t > CLIP_LOGIT, t.reciprocal(), 0.0)
-            Bv = dX * torch.where(u > CLIP_LOGIT, u.reciprocal(), 0.0)
-        dp = torch.flip(torch.cumsum(torch.flip(A, [1]), dim=1), [1])[:, 1:]
+            A = dX * np.divide(1.0, t, out=np.zeros_like(t), where=t > CLIP_LOGIT)
+            Bv = dX * np.divide(1.0, u, out=np.zeros_like(u), where=u > CLIP_LOGIT)
+        dp = np.cumsum(A[:, ::-1], axis=1)[:, ::-1][:, 1:]
         if self.space == "logit":
-            dp = dp - torch.cumsum(Bv, dim=1)[:, :K1]
-        dbeta = p * (dp - (p * dp).sum(1, keepdim=True))
+            dp = dp - np.cumsum(Bv, axis=1)[:, :K1]
+        dbeta = p * (dp - (p * dp).sum(axis=1, keepdims=True))
         deta = dh * h * (1.0 - h) if self.space == "prob" else dh
-        return torch.cat([dbeta, deta], dim=1)
+        return np.concatenate([dbeta, deta], axis=1)
 
 
 def _sum_log(torch, v, B):
