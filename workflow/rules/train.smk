@@ -1,6 +1,7 @@
 # Stage 2: train every network and export its logits on validation and hold-out.
 # A checkpoint (not an output) survives a failed or preempted job, so a rerun
-# resumes training where it stopped.
+# resumes training where it stopped. One thread by default: small CPU networks
+# train faster as parallel one-thread jobs; profiles raise it (set-threads).
 
 
 rule train:
@@ -15,7 +16,7 @@ rule train:
         data=data_params(),
         arch=lambda w: config["archs"][w.arch],
         training=config["training"],
-    threads: workflow.cores
+    threads: 1
     resources:
         gpu=0,
         mem_mb=8000,
@@ -37,7 +38,7 @@ rule export_logits:
     params:
         data=data_params(),
         training=config["training"],
-    threads: workflow.cores
+    threads: 1
     resources:
         gpu=0,
         mem_mb=8000,

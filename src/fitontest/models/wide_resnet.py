@@ -85,3 +85,9 @@ def wrn16_2(num_classes: int = 10) -> WideResNet:
 def wrn10_2(num_classes: int = 10) -> WideResNet:
     """WRN-10-2 (tiny; one block per stage)."""
     return WideResNet(depth=10, widen_factor=2, num_classes=num_classes)
+
+
+@register("wrn10_1")
+def wrn10_1(num_classes: int = 10) -> WideResNet:
+    """WRN-10-1 (the default laptop config's wide-ResNet member: 16/32/64 channels)."""
+    return WideResNet(depth=10, widen_factor=1, num_classes=num_classes)
