@@ -325,7 +325,7 @@ class BatchedTrainer:
         # ---- batches: position r of a group's shuffled order -> batch label[r]
         counts = np.array([len(a) for a in np.array_split(np.arange(prob.nmax), n_batches)])
         bounds = np.concatenate([[0], np.cumsum(counts)])
-        label = torch.as_tensor(np.repeat(np.arange(n_batches, dtype=np.int8), counts))
+        label = np.repeat(np.arange(n_batches, dtype=np.int8), counts)
         # one CPU generator per group (the same streams on every device)
         gens = []
         for gid in gids:
@@ -340,9 +340,9 @@ class BatchedTrainer:
             # every group shuffled: a random permutation gives each member its
             # batch label; a stable (radix) sort by label then lists the members
             # of every batch in increasing input order.
-            lab = torch.stack([label[torch.randperm(prob.nmax, generator=gen)]
-                               for gen in gens])
-            order = np.argsort(lab.numpy(), axis=1, kind="stable")
+            lab = np.stack([label.take(torch.randperm(prob.nmax, generator=gen).numpy())
+                            for gen in gens])
+            order = np.argsort(lab, axis=1, kind="stable")
             order = prob.members.gather(1, torch.as_tensor(order, device=dev))
             ep_loss = np.zeros(state["P"].shape[0])
             for b in range(n_batches):
@@ -471,17 +471,19 @@ class BatchedTrainer:
             f = torch.addcmul(a_t.gather(1, j), b_t.gather(1, j), x)
         else:
             f = torch.addcmul(a_t, b_t, x)
-        gbuf = torch.empty((2, M, B + 1), dtype=x.dtype, device=dev)
-        gbuf[:, :, 0] = 0.0
-        g = gbuf[0, :, 1:]
+        # g and g x side by side, rows padded with zeros to a multiple of 16
+        Bp = -(-B // 16) * 16
+        gbuf = torch.empty((2, M, Bp), dtype=x.dtype, device=dev)
+        if Bp > B:
+            gbuf[:, :, B:] = 0.0
+        g = gbuf[0, :, :B]
         lossb, gscale = self._pointwise(torch, f, D, B, rowscale, npad, g)
-        torch.mul(g, x, out=gbuf[1, :, 1:])
-        # per-segment sums of g and g x: cumulative sums read at the segment
-        # boundaries [0, pos_1, ..., pos_kmax, B]
-        gbuf.cumsum_(dim=2)
+        torch.mul(g, x, out=gbuf[1, :, :B])
+        # per-segment sums of g and g x: prefix sums at the segment boundaries
+        # [0, pos_1, ..., pos_kmax, B]
         bnd = torch.nn.functional.pad(pos, (1, 1), value=B)
         bnd[:, 0] = 0
-        c = gbuf.gather(2, bnd.expand(2, M, kmax + 2)).cpu().numpy()
+        c = _prefix_sums_at(torch, gbuf, bnd).cpu().numpy()
         S = c[:, :, 1:] - c[:, :, :-1]
         S0 = S[0]
         S1 = S[1] - X[:, :K1] * S0                     # sum g (x - X_j)
@@ -585,3 +587,31 @@ def _sum_log(torch, v, B):
     if B16 < B:
         total += v[:, B16:].log().sum(1)
     return total
+
+
+_ARANGE16: dict = {}
+
+
+def _prefix_sums_at(torch, buf, bnd):
+    """``C[..., q] = sum(buf[..., :bnd[:, q]])`` without a full cumulative sum.
+
+    ``buf`` (2, M, Bp), Bp a multiple of 16 (zeros past the data); ``bnd``
+    (M, Q) positions in [0, Bp]. Sums of blocks of 16 (one read of ``buf``),
+    their cumulative sum, plus the partial block before each position.
+    """
+    two, M, Bp = buf.shape
+    Q = bnd.shape[1]
+    nblk = Bp // 16
+    key = buf.device
+    ar = _ARANGE16.get(key)
+    if ar is None:
+        ar = _ARANGE16[key] = torch.arange(16, device=buf.device)
+    blocks = torch.nn.functional.pad(torch.cumsum(buf.view(two, M, nblk, 16).sum(-1), dim=-1),
+                                     (1, 0))                     # sums before each block
+    bi = torch.div(bnd, 16, rounding_mode="floor")                # block of each position
+    within = bnd - bi * 16
+    base = blocks.gather(2, bi.unsqueeze(0).expand(two, M, Q))
+    idx = (bi.clamp(max=nblk - 1) * 16).unsqueeze(-1) + ar        # (M, Q, 16)
+    vals = buf.gather(2, idx.view(1, M, Q * 16).expand(two, M, Q * 16)).view(two, M, Q, 16)
+    part = (vals * (ar < within.unsqueeze(-1))).sum(-1)
+    return base + part
