@@ -7,7 +7,7 @@ estimated: a few (fold, k) models are trained alone, their time per epoch is
 averaged, and multiplied by the epochs every model of the batched fit trained
 (a model alone trains exactly as in the batch: same data, batches and stops).
 
-    python benchmarks/pl_speed.py                 # torch's thread setting
+    python benchmarks/pl_speed.py                 # one torch thread (the default)
     python benchmarks/pl_speed.py --threads 1 2   # one line per thread count
 """
 from __future__ import annotations
@@ -24,8 +24,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--families", nargs="+", default=["pl_ce", "pl3_ce"])
-    ap.add_argument("--threads", type=int, nargs="+", default=[None],
-                    help="torch intra-op threads (default: torch's setting)")
+    ap.add_argument("--threads", type=int, nargs="+", default=[1],
+                    help="torch intra-op threads of the fit (default 1, the family's default)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--alone", type=int, default=4,
                     help="models trained alone to estimate the one-at-a-time total")

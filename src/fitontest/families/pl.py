@@ -73,8 +73,11 @@ class PiecewiseLinearFamily(CalibrationFamily):
         ``max_epochs=0`` keeps the identity initialisation (for checks).
     seed : seeds the folds and the mini-batch shuffling.
     device : "cpu", "cuda" or "auto" (CUDA when available).
-    n_threads : torch intra-op threads during the fit (None: leave torch's
-        setting); restored afterwards.
+    n_threads : torch intra-op threads during the fit, restored afterwards;
+        default 1: the per-point tensors are small enough that intra-op
+        threads gain little, and on shared cores (several workflow jobs, other
+        users) their barriers stall: a fit measured 18x slower with 2 threads on
+        a loaded 2-core machine. None leaves torch's setting.
 
     Fitted attributes
     -----------------
@@ -96,7 +99,7 @@ class PiecewiseLinearFamily(CalibrationFamily):
 
     def __init__(self, space="prob", loss="ce", n_folds=10, max_knots=None, tol=1e-3,
                  selection="cv", lr=0.01, max_epochs=1500, patience=20, seed=0,
-                 device="cpu", n_threads=None):
+                 device="cpu", n_threads=1):
         self.space = space
         self.loss = loss
         self.n_folds = n_folds
