@@ -510,13 +510,13 @@ class BatchedTrainer:
                 gscale = -rowscale
             else:
                 # margin m = (2y-1) f; loss softplus(-m) = -log sigmoid(m), capped at
-                # -log(1e-16) like the probability clip of PL; d loss/df = -sg e q
+                # -log(1e-16) like the probability clip of PL (t = -m <= 36.84);
+                # d loss / d f = -(2y-1) sigmoid(-m)
                 nsg = D[1]
                 t = torch.mul(nsg, f).clamp_(max=-math.log(CE_CLIP))
-                e = torch.exp(t)                        # exp(-margin)
-                q = torch.add(e, 1.0).reciprocal_()     # sigmoid(margin)
-                torch.mul(nsg, e, out=g).mul_(q)
-                logs = _sum_log(torch, q, B)
+                torch.sigmoid(t, out=g)                 # sigmoid(-m) = d loss / d t
+                logs = _sum_log(torch, torch.rsub(g, 1.0), B)   # log sigmoid(m) >= log 1e-16
+                g.mul_(nsg)
                 gscale = rowscale
             logs = logs.cpu().numpy()
             if npad is not None:                        # virtual points: p = 1/2
