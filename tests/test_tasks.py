@@ -135,3 +135,16 @@ def test_reductions_are_consistent(pz):
     s, b = tasks.confidence(p, y)
     assert np.array_equal(s, np.stack([s_ for s_, _ in ovr], axis=1).max(axis=1))
     assert np.array_equal(b, (p.argmax(axis=1) == y).astype(int))
+
+
+def test_event_posterior_by_hand():
+    from fitontest.tasks import event_posterior
+
+    probs = np.array([[0.2, 0.5, 0.3], [0.6, 0.1, 0.3]])
+    post = np.array([[0.1, 0.7, 0.2], [0.3, 0.3, 0.4]])
+    # one-vs-rest class 2: P(label = 2 | x)
+    assert np.allclose(event_posterior(2, probs, post), [0.2, 0.4])
+    # confidence: P(label = predicted class | x); predictions are classes 1 and 0
+    assert np.allclose(event_posterior(None, probs, post), [0.7, 0.3])
+    with pytest.raises(ValueError, match="posterior has shape"):
+        event_posterior(None, probs, post[:, :2] / post[:, :2].sum(1, keepdims=True))

@@ -39,8 +39,10 @@ def test_es100_truths_are_flat_and_slope1_bins(holdout):
     assert np.allclose(flat[g], y[g].mean())
     assert np.allclose(slope[g], np.clip(s[g] + y[g].mean() - s[g].mean(), 0, 1))
     assert flat.min() >= 0 and slope.min() >= 0 and slope.max() <= 1
-    # every truth is close to the real map sqrt(s)
+    # every label-based truth is close to the real map sqrt(s)
     for name in truth.names():
+        if truth.needs_posterior(name):
+            continue
         c = truth.estimate(name, s, y)
         assert np.mean(np.abs(c - np.sqrt(s))) < 0.02, name
 
@@ -50,3 +52,18 @@ def test_truth_validates_input():
         truth.estimate("isotonic", [0.1, np.nan], [0, 1])
     with pytest.raises(ValueError, match="0 or 1"):
         truth.estimate("es100_flat", [0.1, 0.2], [0, 3])
+
+
+def test_posterior_truth_beats_label_truth_and_needs_the_posterior():
+    """With the known event posterior q(x) the truth has far less variance."""
+    rng = np.random.default_rng(5)
+    n = 30_000
+    s = rng.random(n)
+    c = 0.2 + 0.6 * s ** 2                       # true map E[Y | s]
+    q = np.clip(c + rng.uniform(-0.15, 0.15, n), 0, 1)   # E[q | s] = c (no clipping here)
+    y = (rng.random(n) < q).astype(int)
+    err_post = np.mean(np.abs(truth.estimate("posterior", s, y, posterior=q) - c))
+    err_lab = np.mean(np.abs(truth.estimate("isotonic", s, y) - c))
+    assert err_post < 0.5 * err_lab
+    with pytest.raises(ValueError, match="needs the known posterior"):
+        truth.estimate("posterior", s, y)

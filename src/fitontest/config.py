@@ -83,6 +83,11 @@ def check_pseudo_real(config: Mapping[str, Any]) -> None:
         raise ConfigError(f"config key 'calibrators.binary': {not_map} give no calibration "
                           "map and cannot calibrate")
     _unknown("truth", config["truth"], truth.names())
+    if config.get("data_source") != "procedural":
+        need = [n for n in config["truth"] if truth.needs_posterior(n)]
+        if need:
+            raise ConfigError(f"config key 'truth': {need} need the known class posterior, "
+                              "which only the procedural data source has")
 
     for task, k in config["tasks"].items():
         if k is not None and not 0 <= int(k) < 10:

@@ -147,6 +147,24 @@ def reduce(task_spec, probs, labels) -> tuple[np.ndarray, np.ndarray]:
     return one_vs_rest(probs, labels, task_spec)
 
 
+def event_posterior(task_spec, probs, posterior) -> np.ndarray:
+    """The known P(binary label = 1 | x) of a task, from the class posterior.
+
+    One-vs-rest k: ``posterior[:, k]``; confidence: the posterior of the
+    predicted class ``argmax_k probs`` (ties to the lowest index, as in
+    :func:`confidence`), i.e. the probability that the prediction is right.
+    """
+    p = check_probs(probs)
+    q = check_probs(posterior, "posterior")
+    if q.shape != p.shape:
+        raise ValueError(f"posterior has shape {q.shape}, probs {p.shape}")
+    if task_kind(task_spec) == CONFIDENCE:
+        out = q[np.arange(q.shape[0]), np.argmax(p, axis=1)]
+    else:
+        out = q[:, _check_class(task_spec, p.shape[1])]
+    return np.clip(out.astype(np.float64), 0.0, 1.0)
+
+
 def reduce_all(tasks: Mapping, probs, labels) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Every task of a config mapping, validating ``probs``/``labels`` once."""
     p, y = _check_pair(probs, labels)

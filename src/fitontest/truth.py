@@ -9,15 +9,21 @@ calibration-map families (no second implementation):
 - ``es100_slope1``: the same bins, slope-1 map s + (ybar_b - sbar_b), clipped
   to [0, 1] **(choice: a true map is a probability, and the metrics check it)**.
 
+- ``posterior``: isotonic regression of the *known* event posterior
+  q(x) = P(Y = 1 | x) on the scores, since c(s) = E[Y | S = s] = E[q(X) | S = s].
+  Same estimator as ``isotonic`` with q in place of the labels, so far less
+  variance; only for sources with a known posterior (the procedural images).
+
 New estimators register with ``@TRUTHS.register("name")`` on a function
-``(scores, labels) -> c``.
+``(scores, labels) -> c``; one registered with ``needs_posterior=True`` is
+called as ``(scores, labels, posterior)``.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .registry import Registry
-from .validation import check_binary
+from .validation import check_binary, check_scores
 
 TRUTHS = Registry("truth estimator")
 
@@ -46,15 +52,43 @@ def _es100_slope1(s: np.ndarray, y: np.ndarray) -> np.ndarray:
     return _es100(s, y, "slope1")
 
 
+@TRUTHS.register("posterior", needs_posterior=True)
+def _posterior(s: np.ndarray, y: np.ndarray, posterior: np.ndarray,
+               needs_posterior: bool = True) -> np.ndarray:
+    from sklearn.isotonic import IsotonicRegression
+
+    iso = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
+    return iso.fit(s, posterior).predict(s)
+
+
+def needs_posterior(name: str) -> bool:
+    """Whether estimator ``name`` needs the known event posterior."""
+    return bool(TRUTHS.defaults(name).get("needs_posterior", False))
+
+
 def names() -> list[str]:
     """Every registered truth estimator."""
     return TRUTHS.names()
 
 
-def estimate(name: str, scores, labels) -> np.ndarray:
-    """c(s) at the hold-out ``scores``, estimated on (scores, labels) by ``name``."""
+def estimate(name: str, scores, labels, posterior=None) -> np.ndarray:
+    """c(s) at the hold-out ``scores``, estimated on (scores, labels) by ``name``.
+
+    ``posterior`` (the known P(Y = 1 | x) of each hold-out point) is required
+    by estimators that need it and ignored by the others.
+    """
     s, y = check_binary(scores, labels, need_both_classes=False)
-    c = np.asarray(TRUTHS.entry(name)(s, y), dtype=np.float64)
+    if needs_posterior(name):
+        if posterior is None:
+            raise ValueError(f"truth estimator {name!r} needs the known posterior of the "
+                             "hold-out, which this data source does not provide")
+        q = check_scores(posterior, "posterior")
+        if q.shape != s.shape:
+            raise ValueError(f"posterior has {q.shape[0]} values for {s.shape[0]} scores")
+        c = TRUTHS.get(name, s=s, y=y, posterior=q)
+    else:
+        c = TRUTHS.entry(name)(s, y)
+    c = np.asarray(c, dtype=np.float64)
     if c.shape != s.shape or not np.isfinite(c).all():
         raise ValueError(f"truth estimator {name!r} returned an invalid map")
     return c

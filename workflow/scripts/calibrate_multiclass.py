@@ -16,7 +16,10 @@ p_hold = cal.predict_proba(hold["logits"].astype(np.float64))
 for (task, k), out in zip(snakemake.params.tasks.items(), snakemake.output):
     s_val, y_val = tasks.reduce(k, p_val, val["labels"])
     s_hold, y_hold = tasks.reduce(k, p_hold, hold["labels"])
+    extra = {}
+    if "posterior" in hold:
+        extra["holdout_posterior"] = tasks.event_posterior(k, p_hold, hold["posterior"])
     save_npz(out, val_scores=s_val, val_labels=y_val.astype(np.int8),
-             holdout_scores=s_hold, holdout_labels=y_hold.astype(np.int8))
+             holdout_scores=s_hold, holdout_labels=y_hold.astype(np.int8), **extra)
     log.info("%s: val %d, hold-out %d points, mean score %.4f, positive rate %.4f",
              task, s_val.size, s_hold.size, s_hold.mean(), y_hold.mean())

@@ -1,13 +1,21 @@
 """Rule export_logits: logits of one trained network on one split, in chunks."""
+import numpy as np
+
 from fitontest import train
 from fitontest.data import sources, split
-from fitontest.io import limit_threads, script_logger
+from fitontest.io import atomic_path, limit_threads, load_npz, script_logger
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)
 training = snakemake.params.training
 source = sources.open_source(snakemake.params.data)
 idx = split.read_split(snakemake.input.split)[snakemake.wildcards.split]
-train.export_logits(snakemake.input.model, source, idx, snakemake.output[0],
-                    device=training["device"], batch_size=training["export_batch_size"],
-                    log=log.info, progress=training["progress"], num_threads=snakemake.threads)
+with atomic_path(snakemake.output[0], suffix=".npz") as tmp:
+    train.export_logits(snakemake.input.model, source, idx, tmp, device=training["device"],
+                        batch_size=training["export_batch_size"], log=log.info,
+                        progress=training["progress"], num_threads=snakemake.threads)
+    if source.has_posterior:
+        # the known class posterior lets the truth stage estimate c(s) from it
+        out = load_npz(tmp)
+        np.savez(tmp, **out, posterior=source.posterior(out["indices"]).astype(np.float32))
+        log.info("added the known class posterior of %d images", len(idx))

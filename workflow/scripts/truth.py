@@ -11,6 +11,7 @@ for src, out in zip(snakemake.input, snakemake.output):
     maps = {}
     for name in snakemake.params.truths:
         t0 = time.perf_counter()
-        maps[name] = truth.estimate(name, d["holdout_scores"], d["holdout_labels"])
+        maps[name] = truth.estimate(name, d["holdout_scores"], d["holdout_labels"],
+                                    posterior=d.get("holdout_posterior"))
         log.info("%s: %s in %.2fs", src, name, time.perf_counter() - t0)
     save_npz(out, **maps)
