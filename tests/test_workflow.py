@@ -65,7 +65,7 @@ def tiny_config() -> dict:
                        "overrides": {"epochs": 1}}},
         tasks={"car": 1, "confidence": None},
         calibrators={"multiclass": ["none", "temps"], "binary": ["isotonic", "platt"]},
-        truth=["isotonic", "es100_slope1"],
+        truth=["isotonic", "posterior", "es100_slope1"],
         evaluation={"calibrators": ["none", "temps", "isotonic", "platt"],
                     "sizes": [300, 800], "seeds": [0],
                     "evaluators": ["ece_es15", "isotonic"],
