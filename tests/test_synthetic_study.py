@@ -1,0 +1,62 @@
+"""The synthetic study (METHODS.md §7) on a small grid, against exact ground truth."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from fitontest import tables
+from fitontest.data import synthetic
+from fitontest.schema import SYNTHETIC_COLUMNS
+from fitontest.synthetic_study import score_shape
+
+EVALUATORS = ["ece_es15", "ece_es_cv", "isotonic", "platt"]
+
+
+@pytest.fixture(scope="module")
+def grid():
+    rows = [score_shape(ev, None, shape, [0.0, 0.05, 0.1], [3000], [0, 1], n_test=50_000)
+            for shape in synthetic.SHAPES for ev in EVALUATORS]
+    return pd.concat(rows, ignore_index=True)
+
+
+def test_rows_follow_the_schema(grid):
+    assert list(grid.columns) == SYNTHETIC_COLUMNS
+    assert len(grid) == len(synthetic.SHAPES) * len(EVALUATORS) * 3 * 2
+    assert (grid.truth == "exact").all()
+
+
+def test_isotonic_is_invariant_across_shapes(grid):
+    """c and y are shared by the shapes of a seed, and isotonic regression is
+    invariant to monotone transforms of the scores: its fitted values at the
+    sample points are identical; on the test sample only the interpolation
+    between fitted points differs."""
+    iso = grid[grid.evaluator == "isotonic"]
+    for (ce, seed), g in iso.groupby(["ce_level", "seed"]):
+        assert np.ptp(g.cmee_subset) < 1e-12, (ce, seed)
+        assert np.ptp(g.cmee) < 0.05 * g.cmee.mean(), (ce, seed)
+
+
+def test_true_ce_is_exact_and_level_zero_estimates_are_small(grid):
+    zero = grid[grid.ce_level == 0.0]
+    assert (zero.true_ce == 0).all()
+    assert (zero.ce_used.abs() < 0.03).all(), zero[["shape", "evaluator", "ce_used"]]
+    # the estimates grow with the true CE level, for every evaluator
+    mean = grid.groupby(["evaluator", "ce_level"]).ce_used.mean().unstack()
+    assert (mean[0.1] > mean[0.0] + 0.05).all()
+    # true CE of a sample of 3000 is within a few thousandths of its level
+    assert np.allclose(grid.true_ce, grid.ce_level, atol=0.006)
+
+
+def test_tables_have_the_documented_shape_and_consistent_ranks(grid):
+    for measure in ("cmee", "ce_error", "spearman"):
+        t = tables.synthetic_table(grid, measure, by="shape")
+        assert list(t.values.columns) == EVALUATORS
+        assert set(t.values.index) == set(synthetic.SHAPES)
+        better = (np.less if t.lower_is_better else np.greater)
+        for shape, vals in t.values.iterrows():
+            ranks = t.ranks.loc[shape]
+            best = ranks.idxmin()
+            assert not any(better(vals[e], vals[best]) for e in EVALUATORS), (measure, shape)
+        assert np.allclose(t.avg_rank, t.ranks.mean(axis=0))
+    # Spearman across the CE levels: every evaluator orders 0 < 0.05 < 0.1 correctly
+    sp = tables.synthetic_table(grid, "spearman", by="shape")
+    assert (sp.values.to_numpy() > 0.4).all()
