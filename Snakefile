@@ -3,12 +3,16 @@
 #   snakemake --cores 8 --configfile config/paper.yaml --config cifar5m_dir=/data/cifar5m
 from snakemake.utils import min_version, validate
 
+from fitontest.config import coerce_cli_types
+
 min_version("8.0")
 
 
 configfile: "config/config.yaml"
 
 
+# nested --config overrides arrive as strings ('600'): give them their types
+coerce_cli_types(config)
 validate(config, "workflow/schemas/config.schema.yaml")
 
 

@@ -63,3 +63,16 @@ def test_snakemake_refuses_bad_config_before_any_job(tmp_path):
     assert out.returncode != 0
     assert "evaluation.evaluators" in out.stderr and "ece_magic" in out.stderr
     assert not (tmp_path / "results").exists()
+
+
+def test_cli_strings_get_their_types():
+    from fitontest.config import coerce_cli_types
+
+    cfg = {"split": {"n_train": "600", "seed": "0"}, "cifar5m_dir": "/data/c5m",
+           "training": {"progress": "false", "lr": "0.05"}, "x": ["1", "none", "null"],
+           "exp": "mini"}
+    coerce_cli_types(cfg)
+    assert cfg["split"] == {"n_train": 600, "seed": 0}
+    assert cfg["training"] == {"progress": False, "lr": 0.05}
+    assert cfg["x"] == [1, "none", None] and cfg["exp"] == "mini"
+    assert cfg["cifar5m_dir"] == "/data/c5m"

@@ -155,3 +155,26 @@ def test_tiny_run_is_deterministic_in_its_split(tiny_run, tmp_path):
     a = load_subsets(tiny_run / "data/subsets.npz")
     b = load_subsets(tmp_path / "results/tiny/data/subsets.npz")
     assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def test_paper_config_scaled_down_runs_on_miniature_cifar5m(tmp_path):
+    """The paper config, shrunk through --config overrides, really runs on CPU."""
+    data = write_mini_cifar5m(tmp_path / "cifar5m", n_per_part=400)
+    out = run_snakemake(
+        tmp_path, "--cores", "2", "--configfile", str(REPO / "config/paper.yaml"), "--config",
+        f"cifar5m_dir={data}", "exp=mini",
+        "split={n_train: 600, n_val: 400, n_holdout: 1200, seed: 0}",
+        "archs={net: {model: cnn_tiny, recipe: small, overrides: {epochs: 1}}}",
+        "tasks={car: 1, confidence: null}",
+        "calibrators={multiclass: [none, temps], binary: [isotonic]}",
+        "evaluation={calibrators: [temps, isotonic], sizes: [300, 600], seeds: [0], "
+        "evaluators: [ece_es15, isotonic]}",
+        "report={figures: none}", timeout=900)
+    assert out.returncode == 0, (out.stdout[-3000:], out.stderr[-5000:])
+    res = tmp_path / "results" / "mini"
+    split = __import__("json").loads((res / "data/split.json").read_text())
+    assert split["meta"]["data_source"] == "cifar5m" and split["meta"]["n_images"] == 2400
+    scores = pd.read_parquet(res / "scores.parquet")
+    assert set(scores.evaluator) == {"ece_es15", "isotonic"}
+    assert set(scores.truth) == {"isotonic", "es100_flat", "es100_slope1"}
+    assert (res / "tables" / "table3_cmee.md").exists()

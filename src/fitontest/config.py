@@ -10,6 +10,31 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 
+def coerce_cli_types(value: Any) -> Any:
+    """Numbers, booleans and null given as strings, made real (in place for dicts).
+
+    Snakemake's ``--config key={a: 1}`` keeps nested values as strings ('1');
+    a string that YAML reads as int, float, bool or null is converted so the
+    schema sees the type the user meant. Other strings stay strings.
+    """
+    import yaml
+
+    if isinstance(value, dict):
+        for k in list(value):
+            value[k] = coerce_cli_types(value[k])
+        return value
+    if isinstance(value, list):
+        return [coerce_cli_types(v) for v in value]
+    if isinstance(value, str):
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            return value
+        if parsed is None or isinstance(parsed, (bool, int, float)):
+            return parsed
+    return value
+
+
 class ConfigError(ValueError):
     """A config value that cannot work; the message names the key."""
 
