@@ -68,6 +68,12 @@ def script_logger(log_path: str | os.PathLike | None, name: str = "fitontest") -
         h.setFormatter(fmt)
         logger.addHandler(h)
     logging.captureWarnings(True)
+
+    def log_uncaught(kind, value, tb):
+        # the rule's log file is where Snakemake's error message points users
+        logger.error("job failed", exc_info=(kind, value, tb))
+
+    sys.excepthook = log_uncaught
     return logger
 
 

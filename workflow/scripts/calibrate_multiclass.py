@@ -9,8 +9,8 @@ limit_threads(snakemake.threads)
 name = snakemake.wildcards.calibrator
 val, hold = load_npz(snakemake.input.val), load_npz(snakemake.input.holdout)
 cal = multiclass.get(name).fit(val["logits"].astype(np.float64), val["labels"])
-log.info("fitted %s: %s", name, {k: v for k, v in vars(cal).items() if k.endswith("_")
-                                 and np.size(v) <= 4})
+log.info("fitted %s: %s", name, {k: v for k, v in vars(cal).items()
+                                 if k.endswith("_") and np.isscalar(v)})
 p_val = cal.predict_proba(val["logits"].astype(np.float64))
 p_hold = cal.predict_proba(hold["logits"].astype(np.float64))
 for (task, k), out in zip(snakemake.params.tasks.items(), snakemake.output):
