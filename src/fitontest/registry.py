@@ -11,10 +11,19 @@ from typing import Any, Callable
 class Registry:
     """A named collection of factories (usually estimator classes)."""
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, package: str | None = None, path=None):
+        """``package``/``path`` (a package's ``__name__``/``__path__``): every
+        module of that package is imported on the first look-up, so that its
+        ``register`` decorators have run."""
         self.kind = kind
         self._entries: dict[str, Callable[..., Any]] = {}
         self._defaults: dict[str, dict[str, Any]] = {}
+        self._package = (package, path) if package else None
+
+    def _load(self) -> None:
+        if self._package is not None:
+            package, self._package = self._package, None
+            import_submodules(*package)
 
     def register(self, name: str, **default_params: Any):
         """Decorator registering ``obj`` under ``name``.
@@ -38,6 +47,7 @@ class Registry:
 
     def entry(self, name: str) -> Callable[..., Any]:
         """The registered factory itself."""
+        self._load()
         try:
             return self._entries[name]
         except KeyError:
@@ -54,16 +64,19 @@ class Registry:
         return factory(**{**self._defaults[name], **params})
 
     def names(self) -> list[str]:
+        """Every registered name, sorted."""
+        self._load()
         return sorted(self._entries)
 
     def __contains__(self, name: object) -> bool:
+        self._load()
         return name in self._entries
 
     def __iter__(self):
         return iter(self.names())
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self.names())
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, {self.names()})"

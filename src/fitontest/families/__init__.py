@@ -5,35 +5,13 @@ module with ``@register("name")`` on its class.
 """
 from __future__ import annotations
 
-from ..registry import Registry, import_submodules
+from ..registry import Registry
 
-FAMILIES = Registry("calibration-map family")
+FAMILIES = Registry("calibration-map family", package=__name__, path=__path__)
 register = FAMILIES.register
-_loaded = False
-
-
-def _load() -> None:
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        import_submodules(__name__, __path__)
-
-
-def get(name: str, **params):
-    """A fresh, unfitted family estimator registered as ``name``."""
-    _load()
-    return FAMILIES.get(name, **params)
-
-
-def names() -> list[str]:
-    """Every registered family name."""
-    _load()
-    return FAMILIES.names()
-
-
-def entry(name: str):
-    _load()
-    return FAMILIES.entry(name)
+get = FAMILIES.get        # a fresh, unfitted family estimator registered as ``name``
+names = FAMILIES.names    # every registered family name
+entry = FAMILIES.entry    # the registered class
 
 
 from .base import CalibrationFamily  # noqa: E402  (re-exported for family modules)

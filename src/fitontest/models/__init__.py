@@ -19,35 +19,17 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..registry import Registry, import_submodules
+from ..registry import Registry
 
-MODELS = Registry("model")
+MODELS = Registry("model", package=__name__, path=__path__)
 register = MODELS.register
-_loaded = False
-
-
-def _load() -> None:
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        import_submodules(__name__, __path__)
+names = MODELS.names    # every registered model name
+entry = MODELS.entry    # the registered factory
 
 
 def get(name: str, num_classes: int = 10, **params) -> nn.Module:
     """A freshly initialised network registered as ``name``."""
-    _load()
     return MODELS.get(name, num_classes=num_classes, **params)
-
-
-def names() -> list[str]:
-    """Every registered model name."""
-    _load()
-    return MODELS.names()
-
-
-def entry(name: str):
-    _load()
-    return MODELS.entry(name)
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -15,35 +15,13 @@ a calibrator too, so the workflow treats every calibrator uniformly.
 """
 from __future__ import annotations
 
-from ..registry import Registry, import_submodules
+from ..registry import Registry
 
-MULTICLASS = Registry("multi-class calibrator")
+MULTICLASS = Registry("multi-class calibrator", package=__name__, path=__path__)
 register = MULTICLASS.register
-_loaded = False
-
-
-def _load() -> None:
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        import_submodules(__name__, __path__)
-
-
-def get(name: str, **params):
-    """A fresh, unfitted multi-class calibrator registered as ``name``."""
-    _load()
-    return MULTICLASS.get(name, **params)
-
-
-def names() -> list[str]:
-    """Every registered multi-class calibrator name."""
-    _load()
-    return MULTICLASS.names()
-
-
-def entry(name: str):
-    _load()
-    return MULTICLASS.entry(name)
+get = MULTICLASS.get        # a fresh, unfitted calibrator registered as ``name``
+names = MULTICLASS.names    # every registered calibrator name
+entry = MULTICLASS.entry    # the registered class
 
 
 from .base import MultiClassCalibrator  # noqa: E402  (re-exported for calibrator modules)
