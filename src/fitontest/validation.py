@@ -80,3 +80,17 @@ def sigmoid(z) -> np.ndarray:
     from scipy.special import expit
 
     return expit(np.asarray(z, dtype=np.float64))
+
+
+def check_indices(indices, n: int) -> np.ndarray:
+    """1-D int64 array of indices into a collection of ``n`` items."""
+    idx = np.asarray(indices)
+    if idx.ndim != 1:
+        raise ValueError(f"indices must be 1-D, got shape {idx.shape}")
+    if idx.size and not np.issubdtype(idx.dtype, np.integer):
+        raise ValueError(f"indices must be integers, got dtype {idx.dtype}")
+    idx = idx.astype(np.int64, copy=False)
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise IndexError(f"image indices must lie in [0, {n}); got "
+                         f"min {idx.min()}, max {idx.max()}")
+    return idx

@@ -77,6 +77,8 @@ from typing import Iterator
 
 import numpy as np
 
+from ..validation import check_indices
+
 NUM_CLASSES = 10
 IMAGE_SHAPE = (32, 32, 3)
 
@@ -253,16 +255,7 @@ class ProceduralSource:
 
     # -- indices -----------------------------------------------------------------
     def _check_indices(self, indices) -> np.ndarray:
-        idx = np.asarray(indices)
-        if idx.ndim != 1:
-            raise ValueError(f"indices must be 1-D, got shape {idx.shape}")
-        if idx.size and not np.issubdtype(idx.dtype, np.integer):
-            raise ValueError(f"indices must be integers, got dtype {idx.dtype}")
-        idx = idx.astype(np.int64, copy=False)
-        if idx.size and (idx.min() < 0 or idx.max() >= self.n_images):
-            raise IndexError(f"image indices must lie in [0, {self.n_images}); got "
-                             f"min {idx.min()}, max {idx.max()}")
-        return idx
+        return check_indices(indices, self.n_images)
 
     def _gather(self, idx: np.ndarray, keys) -> dict[str, np.ndarray]:
         """Latent arrays for sorted unique global indices ``idx``."""
