@@ -35,11 +35,11 @@ wildcard_constraints:
 
 def res(path):
     """Output pattern under results/{exp}/."""
-    return "results/{exp}/" + path
+    return f"results/{{exp}}/{path}"
 
 
 def logpath(path):
-    return "logs/{exp}/" + path
+    return f"logs/{{exp}}/{path}"
 
 
 def per_calibrator(pattern, calibrators):
