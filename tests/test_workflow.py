@@ -164,8 +164,9 @@ def test_paper_config_scaled_down_runs_on_miniature_cifar5m(tmp_path):
         tmp_path, "--cores", "2", "--configfile", str(REPO / "config/paper.yaml"), "--config",
         f"cifar5m_dir={data}", "exp=mini",
         "split={n_train: 600, n_val: 400, n_holdout: 1200, seed: 0}",
-        "archs={net: {model: cnn_tiny, recipe: small, overrides: {epochs: 1}}}",
-        "tasks={car: 1, confidence: null}",
+        # --config merges into paper.yaml's mappings: shrink its three networks
+        "archs={" + ", ".join(f"{a}: {{model: cnn_tiny, recipe: small, overrides: {{epochs: 1}}}}"
+                              for a in ("resnet110", "densenet40", "wrn32")) + "}",
         "calibrators={multiclass: [none, temps], binary: [isotonic]}",
         "evaluation={calibrators: [temps, isotonic], sizes: [300, 600], seeds: [0], "
         "evaluators: [ece_es15, isotonic]}",
@@ -175,6 +176,7 @@ def test_paper_config_scaled_down_runs_on_miniature_cifar5m(tmp_path):
     split = __import__("json").loads((res / "data/split.json").read_text())
     assert split["meta"]["data_source"] == "cifar5m" and split["meta"]["n_images"] == 2400
     scores = pd.read_parquet(res / "scores.parquet")
+    assert set(scores.arch) == {"resnet110", "densenet40", "wrn32"}
     assert set(scores.evaluator) == {"ece_es15", "isotonic"}
     assert set(scores.truth) == {"isotonic", "es100_flat", "es100_slope1"}
     assert (res / "tables" / "table3_cmee.md").exists()
