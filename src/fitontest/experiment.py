@@ -34,9 +34,17 @@ def fit_family(name: str, scores, labels, params: Mapping[str, Any] | None = Non
     return fam, time.perf_counter() - t0
 
 
-def _mean_abs(d: np.ndarray, p: int) -> float:
+def mean_abs(d: np.ndarray, p: int) -> float:
+    """mean |d|^p for p = 1 or 2."""
     d = np.abs(d)
     return float(np.mean(d if p == 1 else d * d))
+
+
+def used_estimates(est: Mapping[str, float]) -> tuple[float, float]:
+    """The (L1, L2) estimates the CE tables use: debiased where available."""
+    l1 = est["ce_est_debiased"] if np.isfinite(est["ce_est_debiased"]) else est["ce_est"]
+    l2 = est["ce_est_debiased_sq"] if np.isfinite(est["ce_est_debiased_sq"]) else est["ce_est_sq"]
+    return l1, l2
 
 
 def estimates(fam, s: np.ndarray) -> dict[str, float]:
@@ -44,7 +52,7 @@ def estimates(fam, s: np.ndarray) -> dict[str, float]:
     out: dict[str, float] = {}
     if fam.provides_map:
         c_hat = fam.predict(s)
-        out["ce_est"], out["ce_est_sq"] = _mean_abs(c_hat - s, 1), _mean_abs(c_hat - s, 2)
+        out["ce_est"], out["ce_est_sq"] = mean_abs(c_hat - s, 1), mean_abs(c_hat - s, 2)
     else:
         out["ce_est"], out["ce_est_sq"] = fam.ce_estimate(s, p=1), fam.ce_estimate(s, p=2)
     debias = getattr(fam, "ce_estimate_debiased", None)
@@ -66,23 +74,21 @@ def score_rows(c_hat_holdout: np.ndarray | None, est: Mapping[str, float],
     hold-out; ``truths`` map truth names to c(s) on the hold-out.
     """
     s_sub = holdout_scores[positions]
-    ce_used = est["ce_est_debiased"] if np.isfinite(est["ce_est_debiased"]) else est["ce_est"]
-    ce_used_sq = (est["ce_est_debiased_sq"] if np.isfinite(est["ce_est_debiased_sq"])
-                  else est["ce_est_sq"])
+    ce_used, ce_used_sq = used_estimates(est)
     rows = []
     for truth, c_true in truths.items():
         c_sub = c_true[positions]
         row = {"truth": truth, **est, "ce_used": ce_used, "ce_used_sq": ce_used_sq,
-               "true_ce": _mean_abs(s_sub - c_sub, 1), "true_ce_sq": _mean_abs(s_sub - c_sub, 2)}
+               "true_ce": mean_abs(s_sub - c_sub, 1), "true_ce_sq": mean_abs(s_sub - c_sub, 2)}
         row["ce_error"] = abs(ce_used - row["true_ce"])
         row["ce_error_sq"] = abs(ce_used_sq - row["true_ce_sq"])
         if c_hat_holdout is None:
             row.update(cmee=np.nan, cmee_sq=np.nan, cmee_subset=np.nan, cmee_subset_sq=np.nan)
         else:
             d = c_hat_holdout - c_true
-            row.update(cmee=_mean_abs(d, 1), cmee_sq=_mean_abs(d, 2),
-                       cmee_subset=_mean_abs(d[positions], 1),
-                       cmee_subset_sq=_mean_abs(d[positions], 2))
+            row.update(cmee=mean_abs(d, 1), cmee_sq=mean_abs(d, 2),
+                       cmee_subset=mean_abs(d[positions], 1),
+                       cmee_subset_sq=mean_abs(d[positions], 2))
         rows.append(row)
     return rows
 
@@ -150,7 +156,7 @@ def score_external(name: str, output: Mapping[str, np.ndarray], holdout_scores: 
         c_hat = None if c_hat_all is None else c_hat_all[r]
         if c_hat is not None:
             d = c_hat[pos] - holdout_scores[pos]
-            est = {"ce_est": _mean_abs(d, 1), "ce_est_sq": _mean_abs(d, 2)}
+            est = {"ce_est": mean_abs(d, 1), "ce_est_sq": mean_abs(d, 2)}
         else:
             est = {"ce_est": opt("ce_est", r), "ce_est_sq": opt("ce_est_sq", r)}
         est.update(ce_est_debiased=opt("ce_est_debiased", r),
@@ -178,8 +184,8 @@ def calibrator_rows(kind: str, calibrated_scores: np.ndarray, labels: np.ndarray
         d_cal = s - c_cal
         d_unc = s - truth_uncalibrated[truth]
         rows.append({"truth": truth, "kind": kind,
-                     "ceac": _mean_abs(d_cal, 1), "ceac_sq": _mean_abs(d_cal, 2),
-                     "cmee": _mean_abs(d_unc, 1), "cmee_sq": _mean_abs(d_unc, 2),
+                     "ceac": mean_abs(d_cal, 1), "ceac_sq": mean_abs(d_cal, 2),
+                     "cmee": mean_abs(d_unc, 1), "cmee_sq": mean_abs(d_unc, 2),
                      "accuracy": acc})
     return rows
 

@@ -12,13 +12,8 @@ import numpy as np
 import pandas as pd
 
 from .data import synthetic
-from .experiment import estimates, fit_family
+from .experiment import estimates, fit_family, mean_abs, used_estimates
 from .schema import SYNTHETIC_COLUMNS
-
-
-def _mean_abs(d: np.ndarray, p: int) -> float:
-    d = np.abs(d)
-    return float(np.mean(d if p == 1 else d * d))
 
 
 def score_shape(evaluator: str, params: Mapping[str, Any] | None, shape: str,
@@ -39,22 +34,19 @@ def score_shape(evaluator: str, params: Mapping[str, Any] | None, shape: str,
                 p, y, c = synthetic.sample(shape, ce, size, seed)
                 fam, seconds = fit_family(evaluator, p, y, params)
                 est = estimates(fam, p)
-                ce_used = (est["ce_est_debiased"] if np.isfinite(est["ce_est_debiased"])
-                           else est["ce_est"])
-                ce_used_sq = (est["ce_est_debiased_sq"] if np.isfinite(est["ce_est_debiased_sq"])
-                              else est["ce_est_sq"])
+                ce_used, ce_used_sq = used_estimates(est)
                 row = {"shape": shape, "ce_level": float(ce), "evaluator": evaluator,
                        "size": int(size), "seed": int(seed), "truth": "exact", **est,
                        "ce_used": ce_used, "ce_used_sq": ce_used_sq,
-                       "true_ce": _mean_abs(p - c, 1), "true_ce_sq": _mean_abs(p - c, 2),
+                       "true_ce": mean_abs(p - c, 1), "true_ce_sq": mean_abs(p - c, 2),
                        "hyper": fam.chosen_hyperparameter(), "fit_seconds": seconds}
                 row["ce_error"] = abs(ce_used - row["true_ce"])
                 row["ce_error_sq"] = abs(ce_used_sq - row["true_ce_sq"])
                 if fam.provides_map:
                     d_test = fam.predict(p_test) - c_test
                     d_sub = fam.predict(p) - c
-                    row.update(cmee=_mean_abs(d_test, 1), cmee_sq=_mean_abs(d_test, 2),
-                               cmee_subset=_mean_abs(d_sub, 1), cmee_subset_sq=_mean_abs(d_sub, 2))
+                    row.update(cmee=mean_abs(d_test, 1), cmee_sq=mean_abs(d_test, 2),
+                               cmee_subset=mean_abs(d_sub, 1), cmee_subset_sq=mean_abs(d_sub, 2))
                 else:
                     row.update(cmee=np.nan, cmee_sq=np.nan, cmee_subset=np.nan,
                                cmee_subset_sq=np.nan)
