@@ -47,3 +47,14 @@ def write_mini_cifar5m(directory: Path, n_per_part: int = 300, naming: str = "pa
 @pytest.fixture
 def mini_cifar5m(tmp_path):
     return write_mini_cifar5m(tmp_path / "cifar5m")
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Run torch on one thread: keeps CPU use moderate and fast under contention."""
+    import torch
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)

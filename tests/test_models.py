@@ -10,12 +10,7 @@ from fitontest import models
 PAPER = {"resnet110": 1.73e6, "densenet40": 1.0e6, "wrn32": 46e6}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

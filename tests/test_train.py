@@ -15,13 +15,7 @@ RECIPE = {"epochs": 2, "batch_size": 32, "lr": 0.05, "schedule": "cosine",
           "weight_decay": 5e-4, "pad_mode": "zeros"}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Keep CPU use moderate (and fast under contention)."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def learnable_data(n=192, seed=0):
