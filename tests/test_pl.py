@@ -333,3 +333,111 @@ def test_complexity_rule_tolerance_is_used():
     assert fam.n_pieces_ == 1
     plain = families.get("pl_mse", max_knots=3, max_epochs=30, tol=0.0, n_threads=1).fit(s, y)
     assert plain.n_knots_ == int(np.argmin(plain.cv_scores_))
+
+
+# ------------------------------------------------ the numba backend (CPU default)
+def test_fast_exp_within_two_ulp_of_exp():
+    """The inlined exp of the PL3 kernels against an independent reference:
+    mpmath at 50 digits on a sample, numpy's exp on a dense grid."""
+    mpmath = pytest.importorskip("mpmath")
+    from numba import njit
+
+    from fitontest.families._pl_numba import fast_exp
+
+    @njit
+    def many(x):
+        out = np.empty_like(x)
+        for i in range(x.shape[0]):
+            out[i] = fast_exp(x[i])
+        return out
+
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.uniform(-40, 40, 400), rng.uniform(-708, 709, 100),
+                        [0.0, np.log(2.0), -np.log(2.0) / 2, 36.841361487904734]])
+    with mpmath.workdps(50):
+        ref = np.array([float(mpmath.exp(mpmath.mpf(float(v)))) for v in x])
+    got = many(x)
+    assert np.all(np.abs(got - ref) <= 2 * np.spacing(ref))
+    grid = np.linspace(-708, 709, 1_000_003)
+    assert np.max(np.abs(many(grid) / np.exp(grid) - 1)) < 5e-16
+    # clipped ends: tiny and finite where the kernels meet them
+    assert 0 < many(np.array([-1e4]))[0] < 1e-307 and np.isfinite(many(np.array([1e4]))[0])
+
+
+@pytest.mark.parametrize("space", ["prob", "logit"])
+@pytest.mark.parametrize("loss", ["ce", "mse"])
+def test_numba_gradient_matches_autograd(space, loss):
+    from fitontest.families import _pl_numba as nb
+
+    gen = torch.Generator().manual_seed(1)
+    kmax, ks, B = 4, [0, 1, 2, 4], 257          # 257: a remainder after the 4-way sums
+    K1, M = kmax + 1, 4
+    s = torch.sort(torch.rand(M, B, generator=gen, dtype=torch.float64) * 0.98 + 0.01, 1).values
+    y = (torch.rand(M, B, generator=gen, dtype=torch.float64) < s).double()
+    x = s if space == "prob" else torch.log(s) - torch.log1p(-s)
+    P = torch.randn(M, K1 + kmax + 2, generator=gen, dtype=torch.float64) * 0.5
+    if space == "logit":
+        P[:, K1:] *= 3
+    tr = BatchedTrainer(space=space, loss=loss)
+    arrays, _ = tr._point_arrays(x.numpy(), y.numpy(), np.ones((M, B)))
+    bdata = np.ascontiguousarray(np.stack(arrays, axis=1))       # (rows, arrays, B)
+    lossb, grad = np.empty(M), np.zeros((M, K1 + kmax + 2))
+    nb.loss_and_grad(P.numpy().copy(), np.array(ks), bdata,
+                     nb.PROB if space == "prob" else nb.LOGIT,
+                     nb.CE if loss == "ce" else nb.MSE, lossb, grad)
+    Pr = P.clone().requires_grad_(True)
+    ref = _reference_losses(Pr, ks, x, y, torch.full((B,), 1.0 / B, dtype=torch.float64),
+                            space, loss, K1)
+    ref.sum().backward()
+    used = np.zeros(P.shape, dtype=bool)
+    for m, k in enumerate(ks):
+        used[m, :k + 1] = True
+        used[m, K1:K1 + k + 2] = True
+    np.testing.assert_allclose(lossb, ref.detach().numpy(), atol=1e-13, rtol=0)
+    np.testing.assert_allclose(grad[used], Pr.grad.numpy()[used], atol=1e-12, rtol=1e-10)
+    assert (grad[~used] == 0).all()
+
+
+@pytest.mark.parametrize("space", ["prob", "logit"])
+@pytest.mark.parametrize("loss", ["ce", "mse"])
+def test_numba_and_torch_backends_train_the_same_models(space, loss):
+    """Same batches, same steps: the two implementations agree to rounding
+    over up to 60 epochs (lr 0.05), with unequal groups (virtual points) and early stopping."""
+    s, y = draw(1005, 11, cmap=lambda s: 0.5 + 0.4 * np.sin(7 * s))
+    groups = [tr for tr, _ in kfold_indices(1005, 10, 0)][:4]
+    fits = {}
+    for backend in ("numba", "torch"):
+        trainer = BatchedTrainer(space=space, loss=loss, seed=3, max_epochs=60, patience=5, lr=0.05,
+                                 n_threads=1, backend=backend)
+        fits[backend] = trainer.fit(s, y, groups, [0, 1, 3, 5], n_batches=4)
+    a, b = fits["numba"], fits["torch"]
+    assert np.array_equal(a.n_epochs, b.n_epochs)
+    assert a.n_epochs.min() < 60                     # early stopping took part
+    np.testing.assert_allclose(a.final_loss, b.final_loss, rtol=1e-9, atol=0)
+    np.testing.assert_allclose(a.knots, b.knots, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(a.heights, b.heights, rtol=0, atol=1e-9)
+
+
+def test_numba_threads_give_the_serial_result_bit_for_bit():
+    s, y = draw(1200, 12)
+    groups = [tr for tr, _ in kfold_indices(1200, 10, 0)][:3]
+    kw = dict(space="logit", loss="ce", seed=4, max_epochs=40, patience=5, backend="numba")
+    one = BatchedTrainer(n_threads=1, **kw).fit(s, y, groups, [0, 2, 4], n_batches=4)
+    two = BatchedTrainer(n_threads=2, **kw).fit(s, y, groups, [0, 2, 4], n_batches=4)
+    assert np.array_equal(one.heights, two.heights) and np.array_equal(one.knots, two.knots)
+    assert np.array_equal(one.n_epochs, two.n_epochs)
+
+
+def test_backend_choice():
+    from fitontest.families._pl_batched import resolve_backend
+
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert resolve_backend("auto", cpu) == "numba" and resolve_backend("auto", cuda) == "torch"
+    assert resolve_backend("torch", cpu) == "torch"
+    with pytest.raises(ValueError, match="CPU only"):
+        resolve_backend("numba", cuda)
+    s, y = draw(100, 0)
+    with pytest.raises(ValueError, match="backend"):
+        families.get("pl_ce", backend="jax").fit(s, y)
+    with pytest.raises(ValueError, match="n_threads"):
+        families.get("pl_ce", n_threads=0).fit(s, y)

@@ -21,7 +21,14 @@ The model output is the linear interpolation ``f(x) = h_j + b_j (x - X_j)``
 on the segment ``[X_j, X_{j+1})`` containing the input ``x`` (``x = s`` for
 PL, ``x = logit(s)`` for PL3); PL predicts ``f``, PL3 ``sigmoid(f)``.
 
-Speed (no autograd; everything per data point is a handful of passes):
+Two backends run this algorithm (``BatchedTrainer(backend=...)``): ``numba``
+(:mod:`._pl_numba`, the CPU default: one compiled call per epoch, the
+per-point work fused into one pass per segment) and ``torch`` (below; CPU or
+CUDA). They share the set-up, the shuffling streams and the early stopping,
+and agree to rounding (tested).
+
+Speed of the torch backend (no autograd; everything per data point is a
+handful of passes):
 
 - the data are sorted once; a group (e.g. a fold's training set) is a subset
   of the sorted points. Each epoch every group is shuffled (a seeded
@@ -71,6 +78,27 @@ GAP_FLOOR = 1e-16        # initial knot gaps are floored before log (ties in sco
 CE_CLIP = 1e-16          # PL cross-entropy: f clipped to [1e-16, 1 - 1e-16]
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
+
+
+BACKENDS = ("auto", "numba", "torch")
+
+
+def resolve_backend(backend: str, device) -> str:
+    """``"auto"``: numba on the CPU (torch when numba is missing), torch on CUDA."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if device.type != "cpu":
+        if backend == "numba":
+            raise ValueError("backend='numba' runs on the CPU only; use backend='torch' "
+                             f"(or 'auto') with device {device.type!r}")
+        return "torch"
+    if backend == "auto":
+        try:
+            import numba  # noqa: F401
+        except ImportError:
+            return "torch"
+        return "numba"
+    return backend
 
 
 def resolve_device(device: str):
@@ -189,9 +217,6 @@ class _Problem:
                 raise ValueError("group indices must be distinct")
             mem[g, rank[idx]] = True
             mem[g, n:n + self.nmax - idx.shape[0]] = True
-        # members of every group, in increasing input order (virtual points last)
-        self.members = torch.as_tensor(np.nonzero(mem)[1].reshape(self.G, self.nmax),
-                                       device=device)
         self.sorted_s = [s_sorted[mem[g, :n]] for g in range(self.G)]
         x = s_sorted if trainer.space == "prob" else logit(s_sorted)
         real = np.zeros(self.N)
@@ -199,31 +224,45 @@ class _Problem:
         xs = np.concatenate([x, np.full(nv, x[-1])])
         ys = np.concatenate([y[order], np.zeros(nv)])
         arrays, self.scaled = trainer._point_arrays(xs, ys, real)
-        self.data = torch.as_tensor(np.stack(arrays), dtype=dtype, device=device)
-        self.real = torch.as_tensor(real, dtype=dtype, device=device)
+        self.data_np = np.ascontiguousarray(np.stack(arrays))
+        self.n_real = n                 # points >= n are virtual
+        self.members_np = np.ascontiguousarray(np.nonzero(mem)[1].reshape(self.G, self.nmax))
+        if torch is not None:
+            self.members = torch.as_tensor(self.members_np, device=device)
+            self.data = torch.as_tensor(self.data_np, dtype=dtype, device=device)
+            self.real = torch.as_tensor(real, dtype=dtype, device=device)
 
 
 class BatchedTrainer:
     """Train every (group, k) model of a PL or PL3 fit at once.
 
-    Work split: everything per data point runs in torch on ``device``; the
-    small per-model tensors (models x knots: knots, slopes, the chain rule,
-    Adam, early stopping) run in numpy, where an operation costs a fraction of
-    a torch dispatch (the small part is ~60 operations per step, and a fit
-    takes up to 6000 steps).
+    Two backends run the same algorithm (same parameters, mini-batches, Adam
+    formula and early stopping; they agree to rounding, see the tests):
+
+    - ``"numba"`` (CPU): one compiled call per epoch runs every model's
+      mini-batch steps, fused (:mod:`._pl_numba`);
+    - ``"torch"`` (CPU or CUDA): everything per data point runs in torch on
+      ``device``; the small per-model arrays (models x knots: knots, slopes,
+      the chain rule, Adam, early stopping) run in numpy, where an operation
+      costs a fraction of a torch dispatch.
+
+    ``backend="auto"`` takes numba on the CPU and torch on CUDA.
     """
 
     def __init__(self, *, space: str, loss: str, lr: float = 0.01, max_epochs: int = 1500,
                  patience: int = 20, seed: int = 0, device: str = "cpu",
-                 n_threads: int | None = None):
+                 n_threads: int | None = None, backend: str = "auto"):
         if space not in ("prob", "logit"):
             raise ValueError(f"space must be 'prob' or 'logit', got {space!r}")
         if loss not in ("ce", "mse"):
             raise ValueError(f"loss must be 'ce' or 'mse', got {loss!r}")
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.space, self.loss = space, loss
         self.lr, self.max_epochs, self.patience, self.seed = lr, max_epochs, patience, seed
         self.device = device
         self.n_threads = n_threads
+        self.backend = backend
 
     # ------------------------------------------------------------------ API
     def fit(self, s, y, groups, ks, *, n_batches: int, pad_knots: int | None = None,
@@ -254,12 +293,15 @@ class BatchedTrainer:
         gids = [int(g) for g in gids]
         if len(gids) != len(groups):
             raise ValueError("need one group id per group")
+        dev = resolve_device(self.device)
+        backend = resolve_backend(self.backend, dev)
         old_threads = torch.get_num_threads()
         if self.n_threads is not None:
             torch.set_num_threads(int(self.n_threads))
         try:
             with torch.no_grad(), np.errstate(divide="ignore", over="ignore"):
-                return self._fit(torch, s, y, groups, ks, kmax, int(n_batches), gids, trace)
+                return self._fit(torch, s, y, groups, ks, kmax, int(n_batches), gids, trace,
+                                 dev, backend)
         finally:
             if self.n_threads is not None:
                 torch.set_num_threads(old_threads)
@@ -297,9 +339,9 @@ class BatchedTrainer:
         }
 
     # ------------------------------------------------------------- internals
-    def _fit(self, torch, s, y, groups, ks, kmax, n_batches, gids, trace):
-        dev = resolve_device(self.device)
-        prob = _Problem(torch, self, s, y, groups, dev, torch.float64)
+    def _fit(self, torch, s, y, groups, ks, kmax, n_batches, gids, trace, dev, backend):
+        prob = _Problem(torch if backend == "torch" else None, self, s, y, groups, dev,
+                        torch.float64)
         G, C = prob.G, ks.shape[0]
         M = G * C
         K1, K2 = kmax + 1, kmax + 2
@@ -312,7 +354,7 @@ class BatchedTrainer:
         const = self._constants(k_np, kmax)
         const["idx"] = np.arange(M)
         const["group"] = group_np
-        group_t = torch.as_tensor(group_np, device=dev)
+        const["k"] = k_np
 
         # ---- initial parameters: knots at equal-size quantiles, identity map
         P = np.zeros((M, K1 + K2))
@@ -326,27 +368,107 @@ class BatchedTrainer:
             eta0 = geo["X"]
         P[:, K1:] = np.where(const["used2"], eta0, 0.0)
 
-        # ---- optimiser / early-stopping state (numpy, per working row)
-        state = {"P": P, "m": np.zeros_like(P), "v": np.zeros_like(P),
-                 "best": np.full(M, np.inf), "since": np.zeros(M, dtype=np.int64)}
-        out_P = P.copy()
-        out_loss = np.full(M, np.nan)
-        out_epochs = np.zeros(M, dtype=np.int64)
-
         # ---- batches: position r of a group's shuffled order -> batch label[r]
         counts = np.array([len(a) for a in np.array_split(np.arange(prob.nmax), n_batches)])
         bounds = np.concatenate([[0], np.cumsum(counts)])
-        label = np.repeat(np.arange(n_batches, dtype=np.int8), counts)
-        # one CPU generator per group (the same streams on every device)
+        label = np.repeat(np.arange(n_batches), counts)
+        # one CPU generator per group (the same streams on every device and backend)
         gens = []
         for gid in gids:
             gens.append(torch.Generator())
             gens[-1].manual_seed(int(np.random.SeedSequence([int(self.seed), gid])
                                      .generate_state(1, dtype=np.uint64)[0] >> 1))
+        self.history_ = [] if trace else None
+        loop = self._loop_numba if backend == "numba" else self._loop_torch
+        out_P, out_loss, out_epochs = loop(torch, prob, P, const, gens, counts, bounds, label,
+                                           dev, trace)
+
+        # ---- fitted maps
+        geo = self._geometry(out_P, self._constants(k_np, kmax), exact_ends=True)
+        return BatchedResult(space=self.space, ks=ks,
+                             knots=geo["X"].reshape(G, C, K2),
+                             heights=geo["h"].reshape(G, C, K2),
+                             n_epochs=out_epochs.reshape(G, C),
+                             final_loss=out_loss.reshape(G, C))
+
+    def _loop_numba(self, torch, prob, P, const, gens, counts, bounds, label, dev, trace):
+        """The epochs on the fused CPU kernels; early stopping and compaction
+        of the finished rows as in :meth:`_loop_torch`."""
+        from . import _pl_numba as nb
+
+        G, nmax = prob.G, prob.nmax
+        n_batches = counts.shape[0]
+        space = nb.PROB if self.space == "prob" else nb.LOGIT
+        loss = nb.CE if self.loss == "ce" else nb.MSE
+        threads = torch.get_num_threads() if self.n_threads is None else int(self.n_threads)
+        threads = max(1, min(threads, nb.max_threads()))
+        epoch_fn = nb.epoch_parallel if threads > 1 else nb.epoch_serial
+        bdata = np.zeros((G, prob.data_np.shape[0], nmax))
+        rscale = np.ones((G, n_batches))
+        nvirt = np.zeros((G, n_batches))
+        bounds = bounds.astype(np.int64)
+        label = label.astype(np.int64)
+        rows = {"P": P, "m": np.zeros_like(P), "v": np.zeros_like(P),
+                "best": np.full(P.shape[0], np.inf),
+                "since": np.zeros(P.shape[0], dtype=np.int64),
+                "k": const["k"].astype(np.int64), "group": const["group"].astype(np.int64),
+                "idx": const["idx"]}
+        out_P = P.copy()
+        out_loss = np.full(P.shape[0], np.nan)
+        out_epochs = np.zeros(P.shape[0], dtype=np.int64)
+        step = 0
+        with nb.threads(threads):
+            for epoch in range(self.max_epochs):
+                for g in np.unique(rows["group"]):    # finished groups need no shuffle
+                    perm = torch.randperm(nmax, generator=gens[g]).numpy()
+                    nb.batch_order(perm, label, bounds, prob.members_np[g], prob.data_np,
+                                   prob.n_real, bdata[g], rscale[g], nvirt[g])
+                ep_loss = np.empty(rows["P"].shape[0])
+                grad = np.zeros_like(rows["P"])
+                epoch_fn(rows["P"], rows["m"], rows["v"], rows["k"], rows["group"],
+                         bdata, bounds, rscale, nvirt, space, loss, step,
+                         float(self.lr), ep_loss, grad)
+                step += n_batches
+                if self._stop_rows(rows, ep_loss, epoch, out_P, out_loss, out_epochs, trace):
+                    break
+        return out_P, out_loss, out_epochs
+
+    def _stop_rows(self, rows, ep_loss, epoch, out_P, out_loss, out_epochs, trace) -> bool:
+        """Early stopping after an epoch: finished rows are stored in ``out_*``
+        and removed from the working arrays ``rows``; True when none is left."""
+        improved = ep_loss < rows["best"]
+        rows["best"] = np.where(improved, ep_loss, rows["best"])
+        rows["since"] = np.where(improved, 0, rows["since"] + 1)
+        stop = rows["since"] >= self.patience
+        if trace:
+            self.history_.append((rows["idx"].copy(), ep_loss.copy()))
+        last = epoch + 1 == self.max_epochs
+        if not (last or stop.any()):
+            return False
+        done = np.ones_like(stop) if last else stop
+        idx = rows["idx"][done]
+        out_P[idx] = rows["P"][done]
+        out_loss[idx] = ep_loss[done]
+        out_epochs[idx] = epoch + 1
+        keep = ~done
+        for key in rows:
+            rows[key] = rows[key][keep]
+        return not keep.any()
+
+    def _loop_torch(self, torch, prob, P, const, gens, counts, bounds, label, dev, trace):
+        """The epochs in torch (per-point work on ``dev``) and numpy (per-model)."""
+        n_batches = counts.shape[0]
+        label = label.astype(np.int8)
+        rows = {"P": P, "m": np.zeros_like(P), "v": np.zeros_like(P),
+                "best": np.full(P.shape[0], np.inf),
+                "since": np.zeros(P.shape[0], dtype=np.int64)}
+        rows.update(const)
+        out_P = P.copy()
+        out_loss = np.full(P.shape[0], np.nan)
+        out_epochs = np.zeros(P.shape[0], dtype=np.int64)
+        group_t = torch.as_tensor(rows["group"], device=dev)
         b1, b2 = ADAM_BETAS
         step = 0
-        self.history_ = [] if trace else None
-
         for epoch in range(self.max_epochs):
             # every group shuffled: a random permutation gives each member its
             # batch label; a stable (radix) sort by label then lists the members
@@ -355,7 +477,7 @@ class BatchedTrainer:
                             for gen in gens])
             order = np.argsort(lab, axis=1, kind="stable")
             order = prob.members.gather(1, torch.as_tensor(order, device=dev))
-            ep_loss = np.zeros(state["P"].shape[0])
+            ep_loss = np.zeros(rows["P"].shape[0])
             for b in range(n_batches):
                 cols = order[:, bounds[b]:bounds[b + 1]]
                 Dg = prob.data[:, cols]                       # (n_arrays, G, batch)
@@ -367,50 +489,27 @@ class BatchedTrainer:
                     nreal_t = prob.real[cols].sum(1).clamp_min(1.0)
                     if prob.scaled is not None:
                         Dg[prob.scaled] /= nreal_t[:, None]
-                    nreal = nreal_t.cpu().numpy()[const["group"]][:, None]
+                    nreal = nreal_t.cpu().numpy()[rows["group"]][:, None]
                     rowscale, npad = 1.0 / nreal, float(counts[b]) - nreal
                 Dm = Dg.index_select(1, group_t)
                 step += 1
-                lossb, grad = self._loss_and_grad(torch, state["P"], const, Dm, rowscale, npad)
+                lossb, grad = self._loss_and_grad(torch, rows["P"], rows, Dm, rowscale, npad)
                 ep_loss += lossb
                 # Adam (torch.optim.Adam formula); every working row is active
-                m, v = state["m"], state["v"]
+                m, v = rows["m"], rows["v"]
                 m *= b1
                 m += (1.0 - b1) * grad
                 v *= b2
                 v += (1.0 - b2) * grad * grad
                 denom = np.sqrt(v) / math.sqrt(1.0 - b2 ** step) + ADAM_EPS
-                state["P"] -= (self.lr / (1.0 - b1 ** step)) * m / denom
+                rows["P"] -= (self.lr / (1.0 - b1 ** step)) * m / denom
             ep_loss /= n_batches
-            improved = ep_loss < state["best"]
-            state["best"] = np.where(improved, ep_loss, state["best"])
-            state["since"] = np.where(improved, 0, state["since"] + 1)
-            stop = state["since"] >= self.patience
-            if trace:
-                self.history_.append((const["idx"].copy(), ep_loss.copy()))
-            last = epoch + 1 == self.max_epochs
-            if last or stop.any():
-                done = np.ones_like(stop) if last else stop
-                idx = const["idx"][done]
-                out_P[idx] = state["P"][done]
-                out_loss[idx] = ep_loss[done]
-                out_epochs[idx] = epoch + 1
-                keep = ~done
-                if not keep.any():
-                    break
-                for key in state:
-                    state[key] = state[key][keep]
-                for key in const:
-                    const[key] = const[key][keep]
-                group_t = torch.as_tensor(const["group"], device=dev)
-
-        # ---- fitted maps
-        geo = self._geometry(out_P, self._constants(k_np, kmax), exact_ends=True)
-        return BatchedResult(space=self.space, ks=ks,
-                             knots=geo["X"].reshape(G, C, K2),
-                             heights=geo["h"].reshape(G, C, K2),
-                             n_epochs=out_epochs.reshape(G, C),
-                             final_loss=out_loss.reshape(G, C))
+            n_before = rows["P"].shape[0]
+            if self._stop_rows(rows, ep_loss, epoch, out_P, out_loss, out_epochs, trace):
+                break
+            if rows["P"].shape[0] != n_before:
+                group_t = torch.as_tensor(rows["group"], device=dev)
+        return out_P, out_loss, out_epochs
 
     def _geometry(self, P, const, exact_ends=False):
         """Knots X (input space), heights h, slopes b and intercepts a of every row.

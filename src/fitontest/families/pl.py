@@ -52,7 +52,7 @@ import numpy as np
 from ..selection import complexity_rule, kfold_indices
 from ..validation import logit
 from . import CalibrationFamily, register
-from ._pl_batched import BatchedTrainer, evaluate_map
+from ._pl_batched import BACKENDS, BatchedTrainer, evaluate_map
 
 _SPACES = ("prob", "logit")
 _LOSSES = ("ce", "mse")
@@ -80,11 +80,14 @@ class PiecewiseLinearFamily(CalibrationFamily):
         ``max_epochs=0`` keeps the identity initialisation (for checks).
     seed : seeds the folds and the mini-batch shuffling.
     device : "cpu", "cuda" or "auto" (CUDA when available).
-    n_threads : torch intra-op threads during the fit, restored afterwards;
-        default 1: the per-point tensors are small enough that intra-op
-        threads gain little, and on shared cores (several workflow jobs, other
-        users) their barriers stall: a fit measured 18x slower with 2 threads on
-        a loaded 2-core machine. None leaves torch's setting.
+    n_threads : threads of the fit (numba: models spread over threads, the
+        same result for any number; torch: intra-op threads, restored
+        afterwards). Default 1: workflow jobs already fill the cores, and on
+        shared cores torch's barriers stall (a torch fit measured 18x slower
+        with 2 threads on a loaded 2-core machine). None: torch's setting.
+    backend : "numba" (fused CPU kernels, the fastest on a CPU), "torch"
+        (CPU or CUDA) or "auto" (numba on the CPU, torch on CUDA). Both run
+        the same algorithm and agree to rounding.
 
     Fitted attributes
     -----------------
@@ -106,7 +109,7 @@ class PiecewiseLinearFamily(CalibrationFamily):
 
     def __init__(self, space="prob", loss="ce", n_folds=10, max_knots=None, tol=1e-3,
                  selection="cv", lr=0.01, max_epochs=1500, patience=20, seed=0,
-                 device="cpu", n_threads=1):
+                 device="cpu", n_threads=1, backend="auto"):
         self.space = space
         self.loss = loss
         self.n_folds = n_folds
@@ -119,6 +122,7 @@ class PiecewiseLinearFamily(CalibrationFamily):
         self.seed = seed
         self.device = device
         self.n_threads = n_threads
+        self.backend = backend
 
     # ------------------------------------------------------------- checks
     def _n_folds_needed(self):
@@ -146,12 +150,17 @@ class PiecewiseLinearFamily(CalibrationFamily):
             raise ValueError(f"patience must be an integer >= 1, got {self.patience!r}")
         if self.device not in ("cpu", "cuda", "auto"):
             raise ValueError(f"device must be 'cpu', 'cuda' or 'auto', got {self.device!r}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.n_threads is not None and (not isinstance(self.n_threads, (int, np.integer))
+                                           or self.n_threads < 1):
+            raise ValueError(f"n_threads must be None or an integer >= 1, got {self.n_threads!r}")
 
     def _trainer(self) -> BatchedTrainer:
         return BatchedTrainer(space=self.space, loss=self.loss, lr=float(self.lr),
                               max_epochs=int(self.max_epochs), patience=int(self.patience),
                               seed=int(self.seed), device=self.device,
-                              n_threads=self.n_threads)
+                              n_threads=self.n_threads, backend=self.backend)
 
     # ---------------------------------------------------------------- fit
     def _fit(self, s: np.ndarray, y: np.ndarray) -> None:
