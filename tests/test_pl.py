@@ -441,3 +441,36 @@ def test_backend_choice():
         families.get("pl_ce", backend="jax").fit(s, y)
     with pytest.raises(ValueError, match="n_threads"):
         families.get("pl_ce", n_threads=0).fit(s, y)
+
+
+def test_shuffle_is_a_uniform_permutation_and_batches_are_sorted():
+    from scipy.stats import chisquare
+
+    from fitontest.families import _pl_numba as nb
+
+    # every ordering of 4 distinct labels equally likely over (key, epoch) streams
+    label = np.arange(4, dtype=np.int64)
+    out = np.empty(4, dtype=np.int64)
+    counts = {}
+    for epoch in range(12_000):
+        nb.shuffle_labels(np.uint64(987654321), epoch, label, out)
+        counts[tuple(out)] = counts.get(tuple(out), 0) + 1
+    assert len(counts) == 24
+    assert chisquare(list(counts.values())).pvalue > 1e-3
+    # a group's batches: every member once, each batch in increasing input order
+    members = np.sort(np.random.default_rng(0).choice(500, size=(2, 103), replace=False), 1)
+    counts_b = np.array([len(a) for a in np.array_split(np.arange(103), 4)])
+    bounds = np.concatenate([[0], np.cumsum(counts_b)])
+    lab = np.repeat(np.arange(4), counts_b)
+    keys = np.array([11, 12], dtype=np.uint64)
+    order = np.zeros((2, 103), dtype=np.int64)
+    nb.batch_orders(keys, 5, np.array([0, 1]), lab, bounds, members, order)
+    for g in range(2):
+        assert np.array_equal(np.sort(order[g]), members[g])
+        for b in range(4):
+            assert np.all(np.diff(order[g, bounds[b]:bounds[b + 1]]) > 0)
+    again = np.zeros_like(order)
+    nb.batch_orders(keys, 5, np.array([1]), lab, bounds, members, again)
+    assert np.array_equal(again[1], order[1])            # a group's batches: its own stream
+    nb.batch_orders(keys, 6, np.array([1]), lab, bounds, members, again)
+    assert not np.array_equal(again[1], order[1])        # a new epoch, new batches

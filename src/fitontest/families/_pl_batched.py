@@ -31,10 +31,11 @@ Speed of the torch backend (no autograd; everything per data point is a
 handful of passes):
 
 - the data are sorted once; a group (e.g. a fold's training set) is a subset
-  of the sorted points. Each epoch every group is shuffled (a seeded
-  ``torch.randperm``) and cut into ``n_batches`` consecutive nearly equal
-  batches; a stable radix sort by batch label then lists every batch in
-  increasing input order, so the segment of each point follows from the
+  of the sorted points. Each epoch every group is shuffled (its own seeded
+  stream) and cut into ``n_batches`` consecutive nearly equal batches; a
+  stable counting sort by batch label then lists every batch in increasing
+  input order (both in :func:`._pl_numba.batch_orders`, shared by the
+  backends), so the segment of each point follows from the
   positions of the few knots among the batch (``searchsorted`` of the knots
   into the batch, a histogram and a cumulative sum) instead of a binary
   search per point;
@@ -84,7 +85,7 @@ BACKENDS = ("auto", "numba", "torch")
 
 
 def resolve_backend(backend: str, device) -> str:
-    """``"auto"``: numba on the CPU (torch when numba is missing), torch on CUDA."""
+    """``"auto"``: numba on the CPU, torch on CUDA."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if device.type != "cpu":
@@ -92,13 +93,7 @@ def resolve_backend(backend: str, device) -> str:
             raise ValueError("backend='numba' runs on the CPU only; use backend='torch' "
                              f"(or 'auto') with device {device.type!r}")
         return "torch"
-    if backend == "auto":
-        try:
-            import numba  # noqa: F401
-        except ImportError:
-            return "torch"
-        return "numba"
-    return backend
+    return "numba" if backend == "auto" else backend
 
 
 def resolve_device(device: str):
@@ -274,9 +269,9 @@ class BatchedTrainer:
         per epoch: a group's points in a random order, cut into ``n_batches``
         nearly equal consecutive batches (``numpy.array_split`` sizes).
         ``pad_knots`` (>= max(ks)) fixes the padded width of the parameter rows.
-        ``group_ids`` (default 0, 1, ...) seed each group's own shuffling
-        stream (``torch.Generator`` seeded from (seed, group id)), so a subset
-        of the groups, trained alone, gives exactly the same models.
+        ``group_ids`` (default 0, 1, ...) key each group's own shuffling
+        (a stream per (seed, group id, epoch), :func:`._pl_numba.batch_orders`),
+        so a subset of the groups, trained alone, gives exactly the same models.
         ``trace`` records (row ids, training loss) per epoch in ``history_``.
         """
         import torch
@@ -372,15 +367,12 @@ class BatchedTrainer:
         counts = np.array([len(a) for a in np.array_split(np.arange(prob.nmax), n_batches)])
         bounds = np.concatenate([[0], np.cumsum(counts)])
         label = np.repeat(np.arange(n_batches), counts)
-        # one CPU generator per group (the same streams on every device and backend)
-        gens = []
-        for gid in gids:
-            gens.append(torch.Generator())
-            gens[-1].manual_seed(int(np.random.SeedSequence([int(self.seed), gid])
-                                     .generate_state(1, dtype=np.uint64)[0] >> 1))
+        # one shuffling key per group (the same batches on every device and backend)
+        keys = np.array([np.random.SeedSequence([int(self.seed), gid])
+                         .generate_state(1, dtype=np.uint64)[0] for gid in gids], dtype=np.uint64)
         self.history_ = [] if trace else None
         loop = self._loop_numba if backend == "numba" else self._loop_torch
-        out_P, out_loss, out_epochs = loop(torch, prob, P, const, gens, counts, bounds, label,
+        out_P, out_loss, out_epochs = loop(torch, prob, P, const, keys, counts, bounds, label,
                                            dev, trace)
 
         # ---- fitted maps
@@ -391,7 +383,7 @@ class BatchedTrainer:
                              n_epochs=out_epochs.reshape(G, C),
                              final_loss=out_loss.reshape(G, C))
 
-    def _loop_numba(self, torch, prob, P, const, gens, counts, bounds, label, dev, trace):
+    def _loop_numba(self, torch, prob, P, const, keys, counts, bounds, label, dev, trace):
         """The epochs on the fused CPU kernels; early stopping and compaction
         of the finished rows as in :meth:`_loop_torch`."""
         from . import _pl_numba as nb
@@ -403,6 +395,7 @@ class BatchedTrainer:
         threads = torch.get_num_threads() if self.n_threads is None else int(self.n_threads)
         threads = max(1, min(threads, nb.max_threads()))
         epoch_fn = nb.epoch_parallel if threads > 1 else nb.epoch_serial
+        order = np.zeros((G, nmax), dtype=np.int64)
         bdata = np.zeros((G, prob.data_np.shape[0], nmax))
         rscale = np.ones((G, n_batches))
         nvirt = np.zeros((G, n_batches))
@@ -419,10 +412,10 @@ class BatchedTrainer:
         step = 0
         with nb.threads(threads):
             for epoch in range(self.max_epochs):
-                for g in np.unique(rows["group"]):    # finished groups need no shuffle
-                    perm = torch.randperm(nmax, generator=gens[g]).numpy()
-                    nb.batch_order(perm, label, bounds, prob.members_np[g], prob.data_np,
-                                   prob.n_real, bdata[g], rscale[g], nvirt[g])
+                active = np.unique(rows["group"])    # finished groups need no batches
+                nb.batch_orders(keys, epoch, active, label, bounds, prob.members_np, order)
+                nb.gather_batches(order, active, bounds, prob.data_np, prob.n_real, bdata,
+                                  rscale, nvirt)
                 ep_loss = np.empty(rows["P"].shape[0])
                 grad = np.zeros_like(rows["P"])
                 epoch_fn(rows["P"], rows["m"], rows["v"], rows["k"], rows["group"],
@@ -455,10 +448,13 @@ class BatchedTrainer:
             rows[key] = rows[key][keep]
         return not keep.any()
 
-    def _loop_torch(self, torch, prob, P, const, gens, counts, bounds, label, dev, trace):
+    def _loop_torch(self, torch, prob, P, const, keys, counts, bounds, label, dev, trace):
         """The epochs in torch (per-point work on ``dev``) and numpy (per-model)."""
+        from . import _pl_numba as nb
+
         n_batches = counts.shape[0]
-        label = label.astype(np.int8)
+        all_groups = np.arange(prob.G)
+        order_np = np.zeros((prob.G, prob.nmax), dtype=np.int64)
         rows = {"P": P, "m": np.zeros_like(P), "v": np.zeros_like(P),
                 "best": np.full(P.shape[0], np.inf),
                 "since": np.zeros(P.shape[0], dtype=np.int64)}
@@ -470,13 +466,8 @@ class BatchedTrainer:
         b1, b2 = ADAM_BETAS
         step = 0
         for epoch in range(self.max_epochs):
-            # every group shuffled: a random permutation gives each member its
-            # batch label; a stable (radix) sort by label then lists the members
-            # of every batch in increasing input order.
-            lab = np.stack([label.take(torch.randperm(prob.nmax, generator=gen).numpy())
-                            for gen in gens])
-            order = np.argsort(lab, axis=1, kind="stable")
-            order = prob.members.gather(1, torch.as_tensor(order, device=dev))
+            nb.batch_orders(keys, epoch, all_groups, label, bounds, prob.members_np, order_np)
+            order = torch.as_tensor(order_np, device=dev)
             ep_loss = np.zeros(rows["P"].shape[0])
             for b in range(n_batches):
                 cols = order[:, bounds[b]:bounds[b + 1]]

@@ -391,34 +391,91 @@ def epoch_parallel(P, m, v, ks, rgroup, bdata, bounds, rscale, nvirt, space, los
                    ep_loss, grad, r)
 
 
+# Mini-batch shuffling: every (group, epoch) has its own random stream,
+# SplitMix64 started from the group's key and the epoch, so a group's batches
+# depend on nothing else (a group trained alone sees the same batches).
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_LOW32 = np.uint64(0xFFFFFFFF)
+_TWO32 = np.uint64(1 << 32)
+_S30, _S27, _S31, _S32 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(32)
+
+
 @njit(cache=True, error_model="numpy")
-def batch_order(perm, label, bounds, members, data, n_real, out, rscale, nvirt):
-    """Member ``i`` (increasing input order) goes to batch ``label[perm[i]]``;
-    ``out[:, j]`` receives the point arrays ``data[:, member]`` of the batches
-    one after the other, each batch in increasing input order (a counting
-    sort: stable by construction). Points ``>= n_real`` are virtual (they are
-    the group's last members); per batch ``rscale`` = 1 / real points (1 if
-    none) and ``nvirt`` = virtual points."""
-    n = perm.shape[0]
-    nb = bounds.shape[0] - 1
-    fill = bounds[:-1].copy()
-    dest = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        lab = label[perm[i]]
-        dest[i] = fill[lab]
-        fill[lab] += 1
-    for a in range(data.shape[0]):
-        src = data[a]
-        dst = out[a]
+def _splitmix(state):
+    """(new state, 64 random bits): one SplitMix64 step."""
+    state = state + _GOLDEN
+    z = state
+    z = (z ^ (z >> _S30)) * _MIX1
+    z = (z ^ (z >> _S27)) * _MIX2
+    return state, z ^ (z >> _S31)
+
+
+@njit(cache=True, error_model="numpy")
+def shuffle_labels(key, epoch, label, out):
+    """``out`` = ``label`` in a uniformly random order (Fisher-Yates; the
+    index drawn by Lemire's multiply-shift with rejection: exactly uniform)."""
+    state = key ^ (np.uint64(epoch + 1) * _MIX2)
+    n = label.shape[0]
+    out[:] = label
+    for i in range(n - 1, 0, -1):
+        bound = np.uint64(i + 1)
+        state, z = _splitmix(state)
+        m = (z >> _S32) * bound
+        low = m & _LOW32
+        if low < bound:
+            threshold = (_TWO32 - bound) % bound
+            while low < threshold:
+                state, z = _splitmix(state)
+                m = (z >> _S32) * bound
+                low = m & _LOW32
+        j = np.int64(m >> _S32)
+        tmp = out[i]
+        out[i] = out[j]
+        out[j] = tmp
+
+
+@njit(cache=True, error_model="numpy")
+def batch_orders(keys, epoch, active, label, bounds, members, order):
+    """For every active group g: its members (increasing input order) get the
+    batch labels ``label`` in a random order, and ``order[g]`` lists the
+    members batch after batch, each batch in increasing input order (a
+    counting sort: stable by construction)."""
+    n = label.shape[0]
+    lab = np.empty(n, dtype=label.dtype)
+    fill = np.empty(bounds.shape[0] - 1, dtype=np.int64)
+    for g in active:
+        shuffle_labels(keys[g], epoch, label, lab)
+        fill[:] = bounds[:-1]
+        row = order[g]
+        mem = members[g]
         for i in range(n):
-            dst[dest[i]] = src[members[i]]
-    nvirt[:] = 0.0
-    i = n - 1
-    while i >= 0 and members[i] >= n_real:
-        nvirt[label[perm[i]]] += 1.0
-        i -= 1
-    for bi in range(nb):
-        rscale[bi] = 1.0 / max(bounds[bi + 1] - bounds[bi] - nvirt[bi], 1.0)
+            pos = fill[lab[i]]
+            row[pos] = mem[i]
+            fill[lab[i]] = pos + 1
+
+
+@njit(cache=True, error_model="numpy")
+def gather_batches(order, active, bounds, data, n_real, out, rscale, nvirt):
+    """``out[g]`` = ``data[:, order[g]]`` for the active groups; per batch b
+    ``rscale[g, b]`` = 1 / its real points (1 if none) and ``nvirt[g, b]``
+    its virtual points (indices >= n_real)."""
+    nb = bounds.shape[0] - 1
+    for g in active:
+        row = order[g]
+        for a in range(data.shape[0]):
+            src = data[a]
+            dst = out[g, a]
+            for i in range(row.shape[0]):
+                dst[i] = src[row[i]]
+        for bi in range(nb):
+            nv = 0.0
+            for i in range(bounds[bi], bounds[bi + 1]):
+                if row[i] >= n_real:
+                    nv += 1.0
+            nvirt[g, bi] = nv
+            rscale[g, bi] = 1.0 / max(bounds[bi + 1] - bounds[bi] - nv, 1.0)
 
 
 @njit(cache=True, error_model="numpy")
