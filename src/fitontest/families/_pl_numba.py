@@ -330,6 +330,16 @@ def _adam(P, m, v, grad, r, j, c1, c2):
 
 
 @njit(cache=True, error_model="numpy")
+def _scratch(K1, B):
+    """Work arrays of one row: per knot (K1 + 1 = k_max + 2), per segment
+    (K1), per batch point (B)."""
+    return (np.empty(K1 + 1), np.empty(K1 + 1), np.empty(K1 + 1), np.empty(K1 + 1),
+            np.empty(K1 + 1), np.empty(K1), np.empty(K1), np.empty(K1), np.empty(K1),
+            np.empty(K1), np.empty(K1 + 1), np.empty(K1 + 1), np.empty(K1), np.empty(B),
+            np.empty(B))
+
+
+@njit(cache=True, error_model="numpy")
 def _train_row(P, m, v, ks, rgroup, bdata, bounds, rscale, nvirt, space, loss, step0, lr,
                ep_loss, grad, r):
     """One epoch of row r: every mini-batch ``bounds`` of its group's order."""
@@ -337,21 +347,7 @@ def _train_row(P, m, v, ks, rgroup, bdata, bounds, rscale, nvirt, space, loss, s
     nb = bounds.shape[0] - 1
     k = ks[r]
     g = rgroup[r]
-    p = np.empty(K1 + 1)
-    t = np.empty(K1 + 1)
-    u = np.empty(K1 + 1)
-    X = np.empty(K1 + 1)
-    h = np.empty(K1 + 1)
-    bb = np.empty(K1)
-    aa = np.empty(K1)
-    inv = np.empty(K1)
-    S0 = np.empty(K1)
-    S1 = np.empty(K1)
-    dh = np.empty(K1 + 1)
-    dX = np.empty(K1 + 1)
-    dp = np.empty(K1)
-    gb = np.empty(bdata.shape[2])
-    lb = np.empty(bdata.shape[2])
+    p, t, u, X, h, bb, aa, inv, S0, S1, dh, dX, dp, gb, lb = _scratch(K1, bdata.shape[2])
     lsum = 0.0
     for bi in range(nb):
         step = step0 + bi + 1
@@ -487,21 +483,7 @@ def loss_and_grad(P, ks, bdata, space, loss, lossb, grad):
     B = bdata.shape[2]
     for r in range(R):
         k = ks[r]
-        p = np.empty(K1 + 1)
-        t = np.empty(K1 + 1)
-        u = np.empty(K1 + 1)
-        X = np.empty(K1 + 1)
-        h = np.empty(K1 + 1)
-        bb = np.empty(K1)
-        aa = np.empty(K1)
-        inv = np.empty(K1)
-        S0 = np.empty(K1)
-        S1 = np.empty(K1)
-        dh = np.empty(K1 + 1)
-        dX = np.empty(K1 + 1)
-        dp = np.empty(K1)
-        gb = np.empty(B)
-        lb = np.empty(B)
+        p, t, u, X, h, bb, aa, inv, S0, S1, dh, dX, dp, gb, lb = _scratch(K1, B)
         _geometry(P, r, k, K1, space, p, t, u, X, h, bb, aa, inv)
         lossb[r] = _point_pass(bdata[r, 0], bdata[r, 1], bdata[r, -1], 0, B, 1.0 / B, 0.0, k,
                                space, loss, X, aa, bb, S0, S1, gb, lb)
