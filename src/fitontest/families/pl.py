@@ -11,7 +11,8 @@ number of pieces k + 1 is chosen by 10-fold cross-validation over
 k = 0 .. min(n // 200, 15) interior knots, scored by the held-out squared
 error, with the 0.1 % complexity rule; the prediction is the average of the
 10 fold models at the chosen k (no refit). All folds x all k are trained at
-once by :mod:`fitontest.families._pl_batched` (one batched torch program).
+once by :mod:`fitontest.families._pl_batched` (fused numba kernels on the CPU,
+one batched torch program on CUDA).
 
 Choices where METHODS.md is silent (to be listed in config/README.md):
 
