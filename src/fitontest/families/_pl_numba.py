@@ -42,7 +42,6 @@ CE, MSE = 0, 1
 CLIP = 1e-16                    # probability clip of the losses and of logit()
 LOSS_CAP = -math.log(CLIP)      # PL3 cross-entropy per point is capped here
 BETA1, BETA2, EPS = 0.9, 0.999, 1e-8
-CHUNK = 256                     # points per elementwise pass + reduction
 
 # exp(x) = 2^n e^r, r = x - n ln 2 in [-ln 2 / 2, ln 2 / 2]: a degree-13 Taylor
 # polynomial (truncation < 5e-18) and 2^n assembled from its bits; within
@@ -122,17 +121,10 @@ def _geometry(P, r, k, K1, space, p, t, u, X, h, b, a, inv):
         a[j] = h[j] - b[j] * X[j]
 
 
-@njit(cache=True, error_model="numpy")
-def _segment_sums(xs, gb, lb, i0, i1, Xj, product):
-    """sum gb, sum gb (x - Xj) and sum lb (``product``: sum log lb, by logs of
-    products) over i0:i1."""
-    if product:
-        return _sums_logprod(xs, gb, lb, i0, i1, Xj)
-    return _sums_add(xs, gb, lb, i0, i1, Xj)
-
-
-# The reductions run in four interleaved partial sums: four independent
-# dependency chains, in a fixed order (the same result on every machine).
+# Per segment: sum g, sum g (x - Xj) and the loss term (a sum, or a sum of
+# logs as logs of products), in four interleaved partial sums: independent
+# dependency chains, in a fixed order (the same result on every machine). The
+# two versions differ only in the loss term; one branch-free loop each.
 @njit(cache=True, error_model="numpy")
 def _sums_add(xs, gb, lb, i0, i1, Xj):
     a0 = a1 = a2 = a3 = 0.0          # sum g
@@ -260,22 +252,19 @@ def _point_pass(xs, ws, ts, start, stop, rs, nvirt, k, space, loss, X, a, b, S0,
     for j in range(k + 1):
         i1 = stop if j == k else start + np.searchsorted(xs[start:stop], X[j + 1])
         aj, bj = a[j], b[j]
-        s0 = s1 = 0.0
-        # in chunks of CHUNK points: gb and lb stay in the L1 cache
-        for c0 in range(i0, i1, CHUNK):
-            c1 = min(c0 + CHUNK, i1)
-            if loss == CE and space == PROB:
-                _pl_ce(xs, ws, c0, c1, aj, bj, gb, lb)
-            elif loss == CE:
-                _pl3_ce(xs, ws, c0, c1, aj, bj, gb, lb)
-            elif space == PROB:
-                _pl_mse(xs, ws, ts, c0, c1, aj, bj, gb, lb)
-            else:
-                _pl3_mse(xs, ws, ts, c0, c1, aj, bj, gb, lb)
-            d0, d1, dl = _segment_sums(xs, gb, lb, c0, c1, X[j], loss == CE)
-            s0 += d0
-            s1 += d1
-            total += dl
+        if loss == CE and space == PROB:
+            _pl_ce(xs, ws, i0, i1, aj, bj, gb, lb)
+        elif loss == CE:
+            _pl3_ce(xs, ws, i0, i1, aj, bj, gb, lb)
+        elif space == PROB:
+            _pl_mse(xs, ws, ts, i0, i1, aj, bj, gb, lb)
+        else:
+            _pl3_mse(xs, ws, ts, i0, i1, aj, bj, gb, lb)
+        if loss == CE:
+            s0, s1, lsum = _sums_logprod(xs, gb, lb, i0, i1, X[j])
+        else:
+            s0, s1, lsum = _sums_add(xs, gb, lb, i0, i1, X[j])
+        total += lsum
         S0[j] = s0 * rs
         S1[j] = s1 * rs
         i0 = i1
