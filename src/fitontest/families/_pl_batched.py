@@ -453,7 +453,6 @@ class BatchedTrainer:
         from . import _pl_numba as nb
 
         n_batches = counts.shape[0]
-        all_groups = np.arange(prob.G)
         order_np = np.zeros((prob.G, prob.nmax), dtype=np.int64)
         rows = {"P": P, "m": np.zeros_like(P), "v": np.zeros_like(P),
                 "best": np.full(P.shape[0], np.inf),
@@ -466,7 +465,9 @@ class BatchedTrainer:
         b1, b2 = ADAM_BETAS
         step = 0
         for epoch in range(self.max_epochs):
-            nb.batch_orders(keys, epoch, all_groups, label, bounds, prob.members_np, order_np)
+            # finished groups need no batches (their stale rows are never read)
+            nb.batch_orders(keys, epoch, np.unique(rows["group"]), label, bounds,
+                            prob.members_np, order_np)
             order = torch.as_tensor(order_np, device=dev)
             ep_loss = np.zeros(rows["P"].shape[0])
             for b in range(n_batches):
