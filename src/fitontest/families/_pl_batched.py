@@ -73,6 +73,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..io import torch_threads
+
 CLIP_LOGIT = 1e-16       # logit(s) clips s and 1 - s at this (validation.logit)
 CLIP_HEIGHT = 1e-3       # PL identity init: eta = logit(clip(t, 1e-3, 1 - 1e-3))
 GAP_FLOOR = 1e-16        # initial knot gaps are floored before log (ties in scores)
@@ -251,8 +253,6 @@ class BatchedTrainer:
             raise ValueError(f"space must be 'prob' or 'logit', got {space!r}")
         if loss not in ("ce", "mse"):
             raise ValueError(f"loss must be 'ce' or 'mse', got {loss!r}")
-        if backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         self.space, self.loss = space, loss
         self.lr, self.max_epochs, self.patience, self.seed = lr, max_epochs, patience, seed
         self.device = device
@@ -290,16 +290,10 @@ class BatchedTrainer:
             raise ValueError("need one group id per group")
         dev = resolve_device(self.device)
         backend = resolve_backend(self.backend, dev)
-        old_threads = torch.get_num_threads()
-        if self.n_threads is not None:
-            torch.set_num_threads(int(self.n_threads))
-        try:
-            with torch.no_grad(), np.errstate(divide="ignore", over="ignore"):
-                return self._fit(torch, s, y, groups, ks, kmax, int(n_batches), gids, trace,
-                                 dev, backend)
-        finally:
-            if self.n_threads is not None:
-                torch.set_num_threads(old_threads)
+        with torch_threads(self.n_threads), torch.no_grad(), \
+                np.errstate(divide="ignore", over="ignore"):
+            return self._fit(torch, s, y, groups, ks, kmax, int(n_batches), gids, trace,
+                             dev, backend)
 
     # ------------------------------------------------------- per-loss arrays
     def _point_arrays(self, xs, ys, real):

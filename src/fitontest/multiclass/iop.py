@@ -40,29 +40,15 @@ Fitted: ``coefs_`` ([W1, W2]), ``intercepts_`` ([b1, b2]), ``feature_mean_``,
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import numpy as np
 import torch
 
+from ..io import torch_threads
 from . import register
 from .base import MultiClassCalibrator, minimize_lbfgs, warn_not_converged
 
 VARIANTS = ("oi", "op")
 _SOFTPLUS_ONE = float(np.log(np.e - 1.0))  # softplus(_SOFTPLUS_ONE) == 1
-
-
-@contextmanager
-def _torch_threads(n: int):
-    """Run torch ops on ``n`` intra-op threads (restored afterwards): the
-    tensors here are small, and on a loaded 2-core machine torch's default
-    thread pool made one fit ~15x slower through contention."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
 
 
 def _sorted(z: torch.Tensor):
@@ -145,7 +131,7 @@ class IntraOrderPreserving(MultiClassCalibrator):
             (g,) = torch.autograd.grad(loss, theta)
             return float(loss.detach()), g.numpy().astype(np.float64, copy=False)
 
-        with _torch_threads(1):
+        with torch_threads(1):
             res = minimize_lbfgs(fun, p0, max_iter=self.max_iter, gtol=self.tol, ftol=1e-11)
         if not res.converged:
             warn_not_converged(f"intra order-preserving calibration ({self.variant})", res)
@@ -159,7 +145,7 @@ class IntraOrderPreserving(MultiClassCalibrator):
 
     # ------------------------------------------------------------------ predict
     def _transform(self, z):
-        with _torch_threads(1), torch.no_grad():
+        with torch_threads(1), torch.no_grad():
             zt = torch.from_numpy(z)
             s, idx = _sorted(zt)
             u = (self._raw_features(zt, s) - torch.from_numpy(self.feature_mean_)) \
