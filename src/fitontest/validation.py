@@ -46,17 +46,24 @@ def check_labels(labels, name: str = "labels") -> np.ndarray:
     return y
 
 
+def check_fit_size(n: int, n_labels: int, what: str, *, min_points: int,
+                   n_folds: int | None) -> None:
+    """A fitting set of ``n`` inputs (``what``) and ``n_labels`` labels: equal
+    lengths, at least ``min_points`` points and no fewer than ``n_folds``."""
+    if n != n_labels:
+        raise ValueError(f"{what} and labels differ in length: {n} != {n_labels}")
+    if n < min_points:
+        raise ValueError(f"need at least {min_points} points, got {n}")
+    if n_folds is not None and n < n_folds:
+        raise ValueError(f"fewer points ({n}) than cross-validation folds ({n_folds})")
+
+
 def check_binary(scores, labels, *, min_points: int = 2, need_both_classes: bool = True,
                  n_folds: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Validate a (scores, labels) fitting set."""
     s = check_scores(scores)
     y = check_labels(labels)
-    if s.shape[0] != y.shape[0]:
-        raise ValueError(f"scores and labels differ in length: {s.shape[0]} != {y.shape[0]}")
-    if s.shape[0] < min_points:
-        raise ValueError(f"need at least {min_points} points, got {s.shape[0]}")
-    if n_folds is not None and s.shape[0] < n_folds:
-        raise ValueError(f"fewer points ({s.shape[0]}) than cross-validation folds ({n_folds})")
+    check_fit_size(s.shape[0], y.shape[0], "scores", min_points=min_points, n_folds=n_folds)
     if need_both_classes:
         n_pos = int(y.sum())
         if n_pos == 0 or n_pos == y.shape[0]:

@@ -22,7 +22,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from ..validation import _first_bad
+from ..validation import _first_bad, check_fit_size
 
 #: rows per chunk in :meth:`MultiClassCalibrator.predict_proba` (bounds the
 #: float64 temporaries to a few tens of MB whatever the hold-out size).
@@ -90,12 +90,7 @@ def check_fit_inputs(logits, labels, *, min_points: int = 2,
     """Validate a (logits, labels) fitting set; float64 logits, int64 labels."""
     z = check_logits(logits)
     y = check_class_labels(labels, z.shape[1])
-    if z.shape[0] != y.shape[0]:
-        raise ValueError(f"logits and labels differ in length: {z.shape[0]} != {y.shape[0]}")
-    if z.shape[0] < min_points:
-        raise ValueError(f"need at least {min_points} points, got {z.shape[0]}")
-    if n_folds is not None and z.shape[0] < n_folds:
-        raise ValueError(f"fewer points ({z.shape[0]}) than cross-validation folds ({n_folds})")
+    check_fit_size(z.shape[0], y.shape[0], "logits", min_points=min_points, n_folds=n_folds)
     return np.ascontiguousarray(z, dtype=np.float64), y
 
 
