@@ -517,13 +517,18 @@ def _task_subset(f: pd.DataFrame, tasks: str) -> pd.DataFrame:
     raise ValueError(f"tasks must be 'ovr', 'confidence' or 'all', got {tasks!r}")
 
 
+def _task_rows(scores: pd.DataFrame, truth: str | None, tasks: str) -> pd.DataFrame:
+    """The rows of one truth estimator and task subset (empty stays empty)."""
+    return _task_subset(select_truth(scores, truth), tasks) if not scores.empty else scores
+
+
 _TASK_WORDS = {"ovr": "one-vs-rest tasks", "confidence": "the confidence task", "all": "all tasks"}
 
 
 def table4_ce_error(scores: pd.DataFrame, truth: str | None = None, *, tasks: str = "ovr",
                     squared: bool = False, stat: str = "mean") -> Table | None:
     """Table 4 (left): CE-estimation error |ce_used - true_ce| by test size."""
-    f = _task_subset(select_truth(scores, truth), tasks) if not scores.empty else scores
+    f = _task_rows(scores, truth, tasks)
     if f.empty:
         return None
     measure = "ce_error_sq" if squared else "ce_error"
@@ -540,7 +545,7 @@ def table4_ce_error(scores: pd.DataFrame, truth: str | None = None, *, tasks: st
 
 
 def _spearman_input(scores, truth, tasks, squared, ranked_calibrators):
-    f = _task_subset(select_truth(scores, truth), tasks) if not scores.empty else scores
+    f = _task_rows(scores, truth, tasks)
     if f.empty:
         return None
     chosen, note = resolve_ranked_calibrators(f["calibrator"], ranked_calibrators)
