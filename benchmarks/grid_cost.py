@@ -18,8 +18,6 @@ import argparse
 import os
 import time
 
-import numpy as np
-
 from fitontest import families
 from fitontest.data import synthetic
 

@@ -86,7 +86,7 @@ def main(argv=None) -> int:
         print(f"{name:<10} {'yes' if cv else 'no':<3} {fit_w:>10.2f} {fit_c:>9.2f} "
               f"{'<' + format(fit_t, 'g'):>7} {app_w:>12.2f} {app_c:>11.2f} "
               f"{'<' + format(APPLY_TARGET_S, 'g'):>7} {nll:>12.4f}  {'yes' if ok else 'NO':<3} {chosen}")
-    print(f"load average after: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print("load average after: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
     print("all targets met" if all_ok else "SOME TARGETS MISSED (wall time; see CPU time and load)")
     return 0 if all_ok else 1
 

@@ -1,6 +1,5 @@
 """The Snakemake DAG: dry runs of the shipped configs and a tiny real run."""
 import re
-from pathlib import Path
 
 import numpy as np
 import pandas as pd

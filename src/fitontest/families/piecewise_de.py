@@ -170,7 +170,6 @@ class _FastSSR:
         inv_w = 1.0 / w
         mx = np.stack([mom[m] * inv_w ** m for m in range(self.n_x)])
         my = np.stack([mom[self.n_x + m] * inv_w ** m for m in range(self.n_y)])
-        nf = self.local.shape[0]
         lg = np.einsum("fgs,spk->pkfg", self._local_prod, mx)              # (P, k, nf, nf)
         lr = np.einsum("fu,upk->pkf", self.local, my)                      # (P, k, nf)
         # global indices: hat functions at the breaks, merged across zero-width
