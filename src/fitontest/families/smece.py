@@ -91,6 +91,15 @@ def smooth_sums(scores, residuals, sigma: float) -> tuple[np.ndarray, np.ndarray
     return grid, num, den
 
 
+def smoothed_map(scores, labels, sigma: float, at) -> np.ndarray:
+    """c_hat(at) = clip(at - r_hat(at), 0, 1) of a sample at a fixed bandwidth."""
+    s = np.asarray(scores, dtype=np.float64)
+    grid, num, den = smooth_sums(s, s - np.asarray(labels, dtype=np.float64), sigma)
+    at = np.asarray(at, dtype=np.float64)
+    r = np.interp(at, grid, num) / (np.interp(at, grid, den) + DENSITY_FLOOR)
+    return np.clip(at - r, 0.0, 1.0)
+
+
 def smece_sigma(scores, labels, sigma: float, p: int = 1) -> float:
     """smECE at a fixed bandwidth ``sigma`` (p = 2: the L2 analogue)."""
     s = np.asarray(scores, dtype=np.float64)
