@@ -73,6 +73,8 @@ def read_predictions(path, labels=None, labels_key=None, key=None):
                          ".csv or .parquet")
     if labels is not None:
         y = read_labels(labels, labels_key)
+    if y is None:
+        raise ValueError(f"{path.name} holds no labels: pass --labels FILE")
     return pred, y, is_logits
 
 
@@ -247,7 +249,9 @@ def bench_report(frame, name: str, title: str, truth: str | None) -> str:
     cmee, cmee_rank = ranking(f, "cmee")
     err, err_rank = ranking(f, "ce_error")
     evaluators = sorted(set(f["evaluator"]), key=lambda e: (cmee.get(e, np.inf), e))
-    lines = [f"{title} (truth: {truth}; means over every model, task, calibrator, size, seed)",
+    over = ("shape, CE level, size and seed" if "shape" in f.columns
+            else "model, task, calibrator, size and seed")
+    lines = [f"{title} (truth: {truth}; means over every {over})",
              f"{'evaluator':<22} {'CMEE':>9} {'rank':>5} {'CE error':>9} {'rank':>5}"]
     for e in evaluators:
         def val(m, r):
@@ -310,10 +314,9 @@ def cmd_bench(args) -> int:
         raise ValueError(f"{configfile}: neither the pseudo-real nor the synthetic study is on")
     # every trigger but params: adding an evaluator changes the synthetic jobs'
     # params (they hold the evaluator list), which must not rerun them
-    cmd = [_snakemake_exe(), "-s", str(snakefile), "-d", str(workdir), "--cores",
+    cmd = [_snakemake_exe(), *targets, "-s", str(snakefile), "-d", str(workdir), "--cores",
            str(args.cores), "--configfile", str(merged), "--rerun-incomplete",
-           "--rerun-triggers", "mtime", "input", "software-env", "code", *targets,
-           *args.snakemake_args]
+           *args.snakemake_args, "--rerun-triggers", "mtime", "input", "software-env", "code"]
     print(f"fitontest bench: scoring {name!r} ({'plugin ' + spec if spec else 'registered'})"
           f" with config {merged}\n$ {' '.join(cmd)}", flush=True)
     done = subprocess.run(cmd, cwd=snakefile.parent)
@@ -373,15 +376,18 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--snakefile", help="the workflow's Snakefile (default: found)")
     be.add_argument("--truth", help="truth estimator of the pseudo-real ranking "
                     "(default isotonic)")
-    be.add_argument("snakemake_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     be.set_defaults(func=cmd_bench)
     return parser
 
 
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra = []
+    if "--" in argv:                       # fitontest bench ... -- SNAKEMAKE ARGS
+        cut = argv.index("--")
+        argv, extra = argv[:cut], argv[cut + 1:]
     args = build_parser().parse_args(argv)
-    if getattr(args, "snakemake_args", None) and args.snakemake_args[0] == "--":
-        args.snakemake_args = args.snakemake_args[1:]
+    args.snakemake_args = extra
     try:
         return args.func(args)
     except (ValueError, KeyError) as err:
