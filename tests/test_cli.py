@@ -156,3 +156,57 @@ def test_bench_ranks_a_user_module_reusing_finished_results(tmp_path):
     table = second.stdout.split("pseudo-real study")[1]
     row = next(l for l in table.splitlines() if l.startswith("Shrunk"))
     assert float(row.split()[1]) == pytest.approx(mine.cmee.mean(), abs=1e-5)
+
+
+DECORATED = '''
+from fitontest.families import register
+from fitontest.families.isotonic import IsotonicFamily
+
+
+@register("iso_plugin")
+class IsoPlugin(IsotonicFamily):
+    """Isotonic under another name."""
+'''
+
+
+def test_plugins_load_in_this_process_and_in_children(tmp_path):
+    """use_plugins imports a module and exports it; a child process finds its family."""
+    (tmp_path / "deco.py").write_text(DECORATED)
+    (tmp_path / "plain.py").write_text(USER_MODULE)
+    script = f'''
+import json, os, subprocess, sys
+from fitontest import families
+from fitontest.registry import PLUGINS_ENV, use_plugins
+use_plugins([{str(tmp_path / "deco.py")!r}, {str(tmp_path / "plain.py") + ":Shrunk"!r}])
+assert "iso_plugin" in families.names() and "Shrunk" in families.names()
+child = "from fitontest import families; print(sorted(families.names()))"
+out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, check=True)
+assert "'iso_plugin'" in out.stdout and "'Shrunk'" in out.stdout, out.stdout
+print(len(json.loads(os.environ[PLUGINS_ENV])))
+'''
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    env.pop("FITONTEST_PLUGINS", None)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "2"
+    bad = subprocess.run([sys.executable, "-c", "from fitontest import families; families.names()"],
+                         capture_output=True, text=True, timeout=120,
+                         env={**env, "FITONTEST_PLUGINS": '["/nowhere/x.py"]'})
+    assert bad.returncode != 0 and "does not exist" in bad.stderr
+
+
+@pytest.mark.workflow
+def test_config_plugins_make_a_user_family_pass_the_config_checks(tmp_path):
+    from conftest import run_snakemake
+
+    (tmp_path / "deco.py").write_text(DECORATED)
+    cfg = bench_config()
+    cfg["evaluation"]["evaluators"].append("iso_plugin")
+    out = run_snakemake(tmp_path, "-n", "--cores", "1", config=cfg)
+    text = out.stdout + out.stderr
+    assert out.returncode != 0 and "unknown name(s) ['iso_plugin']" in text
+    cfg["plugins"] = [str(tmp_path / "deco.py")]
+    out = run_snakemake(tmp_path, "-n", "--cores", "1", config=cfg)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert job_counts(out.stdout + out.stderr)["evaluate"] == 3
