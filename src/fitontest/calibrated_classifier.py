@@ -116,7 +116,8 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
                              f"{', '.join(multiclass.names())}; binary families: "
                              f"{', '.join(families.names())}")
         self.classes_ = classes
-        self.n_features_in_ = getattr(self.estimator, "n_features_in_", None)
+        if hasattr(self.estimator, "n_features_in_"):
+            self.n_features_in_ = self.estimator.n_features_in_
         return self
 
     def _binary_tasks(self, probs, idx):

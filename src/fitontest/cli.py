@@ -354,7 +354,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--from-logits", action="store_true", help="the predictions are logits")
     ev.add_argument("--interval", type=float, metavar="LEVEL",
                     help="bootstrap interval at this level (e.g. 0.9)")
-    ev.add_argument("--plot", metavar="OUT.png", help="write a smooth reliability diagram")
+    ev.add_argument("--plot", metavar="OUT.png",
+                    help="write the smooth reliability diagram of the confidence task "
+                    "(ovr / classwise: of the first class)")
     ev.add_argument("--json", action="store_true", help="print JSON instead of a table")
     ev.set_defaults(func=cmd_evaluate)
 
