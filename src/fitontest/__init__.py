@@ -6,5 +6,32 @@ fitted on test data it is an evaluator. Both come from one registry:
 >>> from fitontest import families, metrics
 >>> fam = families.get("ece_es15").fit(scores, labels)      # doctest: +SKIP
 >>> metrics.ce_estimate(scores, fam.predict(scores), p=1)   # doctest: +SKIP
+
+The front door for a model's K-class predictions:
+
+>>> import fitontest
+>>> fitontest.evaluate(probs, labels, evaluator="smece")    # doctest: +SKIP
+>>> fitontest.CalibratedClassifier(fitted_clf, method="temps").fit(X_val, y_val)  # doctest: +SKIP
 """
 __version__ = "0.1.0"
+
+# Loaded on first use (PEP 562): `import fitontest` (every workflow job does)
+# stays light, and no name shadows a submodule.
+_LAZY = {
+    "evaluate": ("api", "evaluate"),
+    "EvaluationResult": ("api", "EvaluationResult"),
+    "CalibratedClassifier": ("calibrated_classifier", "CalibratedClassifier"),
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(f".{module}", __name__), attr)
+    raise AttributeError(f"module 'fitontest' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *_LAZY])

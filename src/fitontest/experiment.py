@@ -49,12 +49,10 @@ def used_estimates(est: Mapping[str, float]) -> tuple[float, float]:
 
 def estimates(fam, s: np.ndarray) -> dict[str, float]:
     """CE estimates of a fitted evaluator on its fitting scores ``s``."""
-    out: dict[str, float] = {}
-    if fam.provides_map:
-        c_hat = fam.predict(s)
-        out["ce_est"], out["ce_est_sq"] = mean_abs(c_hat - s, 1), mean_abs(c_hat - s, 2)
-    else:
-        out["ce_est"], out["ce_est_sq"] = fam.ce_estimate(s, p=1), fam.ce_estimate(s, p=2)
+    # the family's own estimate: the plug-in mean |c_hat(s_i) - s_i|^p for most
+    # (CalibrationFamily.ce_estimate), smECE for smece, the SKCE for kce
+    out: dict[str, float] = {"ce_est": float(fam.ce_estimate(s, p=1)),
+                             "ce_est_sq": float(fam.ce_estimate(s, p=2))}
     debias = getattr(fam, "ce_estimate_debiased", None)
     if callable(debias):
         out["ce_est_debiased"] = float(debias(s, p=1))

@@ -2,10 +2,23 @@
 
 Adding a method is one module with one ``@REGISTRY.register("name")`` line;
 nothing central is edited.
+
+Plugins: modules outside the package (a ``.py`` path or an importable module
+name, optionally ``:ClassName``) imported on every registry's first look-up.
+The workflow names them in the config key ``plugins``; :func:`use_plugins`
+imports them and exports them in the environment variable
+``FITONTEST_PLUGINS`` (a JSON list), which every process -- each Snakemake
+job included -- reads on its first look-up (:func:`load_plugins`).
 """
 from __future__ import annotations
 
+import json
+import os
 from typing import Any, Callable
+
+#: environment variable holding the plugin specs (a JSON list of strings)
+PLUGINS_ENV = "FITONTEST_PLUGINS"
+_loaded: dict[str, Any] = {}     # spec -> imported module (imported once per process)
 
 
 class Registry:
@@ -24,6 +37,7 @@ class Registry:
         if self._package is not None:
             package, self._package = self._package, None
             import_submodules(*package)
+            load_plugins()
 
     def register(self, name: str, **default_params: Any):
         """Decorator registering ``obj`` under ``name``.
@@ -90,3 +104,122 @@ def import_submodules(package_name: str, package_path) -> None:
     for info in pkgutil.iter_modules(package_path):
         if not info.name.startswith("_"):
             importlib.import_module(f"{package_name}.{info.name}")
+
+
+# ----------------------------------------------------------------------- plugins
+def parse_plugin(spec: str) -> tuple[str, str | None]:
+    """``"path/to/mod.py"``, ``"pkg.mod"``, or either with ``":ClassName"``:
+    (target, class name or None)."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"a plugin is a .py path or a module name (optionally "
+                         f"':ClassName'), got {spec!r}")
+    target, sep, cls = spec.strip().rpartition(":")
+    if sep and cls.isidentifier() and target:
+        return target, cls
+    return spec.strip(), None
+
+
+def _import_target(target: str):
+    import hashlib
+    import importlib
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    if target.endswith(".py"):
+        path = Path(target).expanduser().resolve()
+        if not path.is_file():
+            raise ValueError(f"plugin file {target!r} does not exist (resolved: {path})")
+        name = f"fitontest_plugin_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:8]}"
+        if name in sys.modules:
+            return sys.modules[name]
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        return module
+    try:
+        return importlib.import_module(target)
+    except ImportError as err:
+        raise ValueError(f"plugin module {target!r} cannot be imported: {err}") from err
+
+
+def load_plugin(spec: str):
+    """Import one plugin (once per process) and return the object it names:
+    the class for ``target:ClassName`` (registered under ``ClassName`` in the
+    registry of its kind unless its module registered it already), else the
+    module."""
+    target, cls = parse_plugin(spec)
+    if spec not in _loaded:
+        _loaded[spec] = None                       # a plugin may look up a registry
+        try:
+            module = _import_target(target)
+        except BaseException:
+            del _loaded[spec]
+            raise
+        obj = module
+        if cls is not None:
+            obj = getattr(module, cls, None)
+            if obj is None:
+                del _loaded[spec]
+                raise ValueError(f"plugin {spec!r}: {target!r} defines no {cls!r}")
+            _register_class(obj, cls)
+        _loaded[spec] = obj
+    return _loaded[spec]
+
+
+def _register_class(obj, name: str) -> None:
+    from . import families, multiclass
+
+    for reg, base in ((families.FAMILIES, families.CalibrationFamily),
+                      (multiclass.MULTICLASS, multiclass.MultiClassCalibrator)):
+        if isinstance(obj, type) and issubclass(obj, base):
+            if obj not in reg._entries.values():
+                reg.register(name)(obj)
+            return
+    raise ValueError(f"plugin class {name!r} is neither a CalibrationFamily nor a "
+                     "MultiClassCalibrator subclass")
+
+
+def plugin_specs() -> list[str]:
+    """The plugin specs exported in ``FITONTEST_PLUGINS`` (empty if unset)."""
+    raw = os.environ.get(PLUGINS_ENV, "").strip()
+    if not raw:
+        return []
+    try:
+        specs = json.loads(raw)
+    except json.JSONDecodeError:
+        raise ValueError(f"{PLUGINS_ENV} must hold a JSON list of strings, got {raw!r}") from None
+    if not isinstance(specs, list) or not all(isinstance(s, str) for s in specs):
+        raise ValueError(f"{PLUGINS_ENV} must hold a JSON list of strings, got {raw!r}")
+    return specs
+
+
+def load_plugins(specs=None) -> list:
+    """Import ``specs`` (default: those of ``FITONTEST_PLUGINS``)."""
+    return [load_plugin(s) for s in (plugin_specs() if specs is None else specs)]
+
+
+def absolute_spec(spec: str) -> str:
+    """``spec`` with a relative .py path made absolute (jobs may run elsewhere)."""
+    from pathlib import Path
+
+    target, cls = parse_plugin(spec)
+    if target.endswith(".py"):
+        target = str(Path(target).expanduser().resolve())
+    return target if cls is None else f"{target}:{cls}"
+
+
+def use_plugins(specs) -> list:
+    """Import ``specs`` here and export them to every child process (the
+    workflow's jobs) through ``FITONTEST_PLUGINS``; returns the imported objects."""
+    specs = [absolute_spec(s) for s in (specs or [])]
+    known = plugin_specs()
+    merged = known + [s for s in specs if s not in known]
+    if merged:
+        os.environ[PLUGINS_ENV] = json.dumps(merged)
+    return load_plugins(specs)

@@ -3,7 +3,11 @@ import re
 from pathlib import Path
 
 from fitontest.config import calibrator_names, check_config
+from fitontest.registry import use_plugins
 
+# The user's evaluator modules (config `plugins`): imported here, and exported
+# to every job through FITONTEST_PLUGINS (README, "Adding an evaluator").
+use_plugins(config["plugins"])
 # Fail before any job starts if a name, size or data file cannot work.
 check_config(config)
 

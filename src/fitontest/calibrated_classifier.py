@@ -1,0 +1,157 @@
+"""A scikit-learn meta-estimator: a fitted classifier plus a registered calibrator.
+
+>>> from fitontest import CalibratedClassifier
+>>> clf = LogisticRegression().fit(X_train, y_train)                      # doctest: +SKIP
+>>> cal = CalibratedClassifier(clf, method="temps").fit(X_val, y_val)     # doctest: +SKIP
+>>> cal.predict_proba(X_test)                                             # doctest: +SKIP
+
+``method`` names either a multi-class calibrator (``fitontest.multiclass``:
+``temps``, ``vecs``, ``msodir``, ``dirodir``, ``dirl2``, ``iop_oi``;
+docs/methods.md §5) or a binary calibration-map family (``fitontest.families``:
+``platt``, ``beta``, ``isotonic``, ``pl3_ce``, ...; docs/methods.md §2-§4).
+
+- Multi-class calibrators work on logits: the classifier's
+  ``decision_function`` when it returns all K columns (K >= 3), otherwise the
+  log of ``predict_proba`` (clipped at 1e-16), which is the logit vector up to
+  a per-row constant, so softmax gives back the classifier's probabilities.
+- Binary families, ``mode="ovr"`` (default): one family per class, fitted on
+  (p_k, 1[y = k]); the calibrated p_k are renormalised to sum to 1 (a row
+  whose calibrated values are all 0 keeps the classifier's probabilities).
+  With K = 2 one family is fitted on p_1 and p_0 = 1 - c(p_1).
+- Binary families, ``mode="confidence"``: one family on the top-label task
+  (max_k p_k, prediction correct); the top class gets c(max_k p_k), the other
+  classes share the rest in proportion to their probabilities (uniformly when
+  those are all 0). The predicted class can change when c is small.
+
+``cv="prefit"`` is the only mode: the classifier is used as fitted and the
+calibrator is fitted on the data given to :meth:`fit` (held-out data).
+``clone`` copies the classifier unfitted, as for any scikit-learn
+meta-estimator; to keep a prefit classifier through ``clone`` (grid search,
+``Pipeline`` cloning) wrap it in ``sklearn.frozen.FrozenEstimator``.
+"""
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
+
+from . import families, multiclass
+
+MODES = ("ovr", "confidence")
+LOG_FLOOR = 1e-16
+
+
+class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
+    """Calibrate an already fitted classifier with a registered calibrator.
+
+    Fitted attributes: ``classes_`` (the classifier's), ``kind_``
+    (``"multiclass"`` or ``"binary"``), ``calibrator_`` (multi-class) or
+    ``calibrators_`` (binary families: one per class for ovr, one for
+    confidence).
+    """
+
+    def __init__(self, estimator, method: str = "temps", mode: str = "ovr", cv="prefit",
+                 method_params: dict | None = None):
+        self.estimator = estimator
+        self.method = method
+        self.mode = mode
+        self.cv = cv
+        self.method_params = method_params
+
+    # ------------------------------------------------------------------ helpers
+    def _check_estimator(self):
+        try:
+            check_is_fitted(self.estimator)
+        except NotFittedError:
+            raise NotFittedError(
+                f"CalibratedClassifier(cv='prefit') needs a fitted estimator; "
+                f"{type(self.estimator).__name__} is not fitted (after clone, wrap the "
+                "classifier in sklearn.frozen.FrozenEstimator to keep it fitted)") from None
+        if not hasattr(self.estimator, "predict_proba"):
+            raise ValueError(f"{type(self.estimator).__name__} has no predict_proba")
+
+    def _probs(self, X) -> np.ndarray:
+        p = np.asarray(self.estimator.predict_proba(X), dtype=np.float64)
+        return np.clip(p, 0.0, 1.0)
+
+    def _logits(self, X, probs: np.ndarray) -> np.ndarray:
+        k = probs.shape[1]
+        if k >= 3 and hasattr(self.estimator, "decision_function"):
+            z = np.asarray(self.estimator.decision_function(X), dtype=np.float64)
+            if z.ndim == 2 and z.shape[1] == k:
+                return z
+        return np.log(np.maximum(probs, LOG_FLOOR))
+
+    def _new(self, registry):
+        return registry.get(self.method, **dict(self.method_params or {}))
+
+    # ---------------------------------------------------------------------- fit
+    def fit(self, X, y):
+        if self.cv != "prefit":
+            raise ValueError(f"cv must be 'prefit' (the classifier is already fitted), "
+                             f"got {self.cv!r}")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        self._check_estimator()
+        classes = np.asarray(self.estimator.classes_)
+        y = np.asarray(y)
+        idx = np.searchsorted(classes, y)
+        idx = np.clip(idx, 0, classes.size - 1)
+        unknown = classes[idx] != y
+        if unknown.any():
+            raise ValueError(f"labels contain classes the classifier does not know: "
+                             f"{np.unique(y[unknown])[:5].tolist()}; its classes: "
+                             f"{classes.tolist()}")
+        probs = self._probs(X)
+        if self.method in multiclass.names():
+            self.kind_ = "multiclass"
+            self.calibrator_ = self._new(multiclass).fit(self._logits(X, probs), idx)
+        elif self.method in families.names():
+            self.kind_ = "binary"
+            self.calibrators_ = [self._new(families).fit(s, t)
+                                 for s, t in self._binary_tasks(probs, idx)]
+        else:
+            raise ValueError(f"unknown method {self.method!r}; multi-class calibrators: "
+                             f"{', '.join(multiclass.names())}; binary families: "
+                             f"{', '.join(families.names())}")
+        self.classes_ = classes
+        if hasattr(self.estimator, "n_features_in_"):
+            self.n_features_in_ = self.estimator.n_features_in_
+        return self
+
+    def _binary_tasks(self, probs, idx):
+        if self.mode == "confidence":
+            top = np.argmax(probs, axis=1)
+            return [(probs[np.arange(probs.shape[0]), top], (top == idx).astype(np.int64))]
+        ks = [1] if probs.shape[1] == 2 else range(probs.shape[1])
+        return [(probs[:, k], (idx == k).astype(np.int64)) for k in ks]
+
+    # ------------------------------------------------------------------ predict
+    def predict_proba(self, X) -> np.ndarray:
+        check_is_fitted(self, "kind_")
+        probs = self._probs(X)
+        if self.kind_ == "multiclass":
+            return self.calibrator_.predict_proba(self._logits(X, probs))
+        maps = [np.clip(fam.predict(s), 0.0, 1.0) for fam, (s, _) in
+                zip(self.calibrators_, self._binary_tasks(probs, np.zeros(len(probs), int)))]
+        n, k = probs.shape
+        if self.mode == "confidence":
+            top = np.argmax(probs, axis=1)
+            rows = np.arange(n)
+            rest = probs.copy()
+            rest[rows, top] = 0.0
+            total = rest.sum(axis=1, keepdims=True)
+            share = np.where(total > 0, rest / np.where(total > 0, total, 1.0), 1.0 / (k - 1))
+            share[rows, top] = 0.0
+            out = share * (1.0 - maps[0])[:, None]
+            out[rows, top] = maps[0]
+            return out
+        if k == 2:
+            return np.column_stack([1.0 - maps[0], maps[0]])
+        out = np.column_stack(maps)
+        total = out.sum(axis=1, keepdims=True)
+        return np.where(total > 0, out / np.where(total > 0, total, 1.0), probs)
+
+    def predict(self, X) -> np.ndarray:
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
