@@ -103,7 +103,7 @@ def _caption_p(t):
 def test_friedman_p_in_caption_and_cd_diagram():
     t = build(spec_named("table3_cmee"), {"scores": _scores(effect=1.0)}, "isotonic")
     assert _caption_p(t) < 1e-6 and t.friedman_p < 1e-6
-    assert "36 blocks (model, task, calibrator, seed)" in t.full_caption()
+    assert "36 blocks = (model, task, calibrator, seed)" in t.full_caption()
     # bold for the best, no other column marked in the overall row
     overall = t.values.index.get_loc(("overall", "all"))
     assert t.best.iloc[overall].tolist() == [True, False, False, False]

@@ -278,9 +278,9 @@ def _friedman_note(spec: TableSpec, data: pd.DataFrame, col: str, cols: list):
     if not np.isfinite(p):
         return block_mat, p, (f"Friedman test undefined ({nb} complete blocks "
                               f"{_words(spec.blocks)}, {nm} methods).")
-    return block_mat, p, (f"Friedman test over {nb} blocks {_words(spec.blocks)} (mean over "
-                          f"the table's rows) and the {nm} methods defined in every block: "
-                          f"χ² = {stat:.1f}, p = {p:.2g}.")
+    return block_mat, p, (f"Friedman test over {nb} blocks = {_words(spec.blocks)}, each "
+                          f"averaged over the table's rows, and the {nm} methods defined in "
+                          f"every block: χ² = {stat:.1f}, p = {p:.2g}.")
 
 
 def build(spec: TableSpec, frames: Mapping[str, pd.DataFrame | None], truth: str | None = None,

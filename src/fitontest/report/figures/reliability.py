@@ -26,7 +26,7 @@ _OVER = "#d62728"    # ȳ < s̄: over-confident (red)
 def bin_assignment(scores, n_bins: int = 15, scheme: str = "ew") -> tuple[np.ndarray, np.ndarray]:
     """Bin index of every score and the bin edges (length n_bins + 1).
 
-    ``scheme``: "ew" (equal width) or "es" (equal size, METHODS.md §2).
+    ``scheme``: "ew" (equal width) or "es" (equal size, docs/methods.md §2).
     """
     s = check_scores(scores)
     if int(n_bins) < 1:
