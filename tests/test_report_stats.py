@@ -41,6 +41,11 @@ def test_mean_interval_undefined_with_fewer_than_two_values():
         stats.mean_interval([1, 2], level=95)
 
 
+def test_holm_adjustment_by_hand():
+    # sorted 0.01, 0.03, 0.04 -> 3 x 0.01, 2 x 0.03, max(0.06, 1 x 0.04)
+    np.testing.assert_allclose(stats.holm([0.01, 0.04, 0.03]), [0.03, 0.06, 0.06])
+
+
 def test_markers_clearly_better_column_alone_and_identical_columns_together():
     rng = np.random.default_rng(1)
     base = rng.gamma(2.0, 1.0, 40)

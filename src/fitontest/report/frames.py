@@ -17,7 +17,8 @@ TASK_WORDS = {"ovr": "one-vs-rest tasks", "confidence": "the confidence task", "
 
 def unique(values: Iterable) -> list:
     """Distinct values in order of first appearance."""
-    return list(pd.unique(pd.Series(list(values))))
+    s = values if isinstance(values, pd.Series) else pd.Series(list(values))
+    return list(s.unique())
 
 
 def order(frame: pd.DataFrame, key: str) -> list:
