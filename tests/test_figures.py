@@ -163,3 +163,18 @@ def test_write_default_figures_names(tmp_path, monkeypatch):
     output.write_default_figures(None, tmp_path, calibrated_npz=tmp_path / "cal.npz",
                                   truth_npz=tmp_path / "truth.npz", evaluators=[ToyBins(3)])
     assert "fit_on_test" in saved and "ranking" not in saved
+
+
+def test_summary_by_size_bars_are_95_percent_t_intervals_over_units():
+    from scipy import stats as sps
+
+    df = toy_scores_frame()
+    ax = study.summary_by_size(df, "cmee", evaluators=["ece_es15", "toy"])
+    container = ax.containers[0]                   # first evaluator: ece_es15
+    segments = container.lines[2][0].get_segments()
+    for size, seg in zip([100, 300], segments):
+        v = df[(df["evaluator"] == "ece_es15") & (df["size"] == size)]["cmee"].to_numpy() * 1000
+        assert v.size == 12             # 2 tasks x 3 calibrators x 2 seeds, one row each
+        lo, hi = sps.t.interval(0.95, v.size - 1, loc=v.mean(), scale=sps.sem(v))
+        np.testing.assert_allclose([seg[0][1], seg[1][1]], [lo, hi])
+    plt.close("all")

@@ -102,7 +102,8 @@ def _scores(effect):
 
 
 def _caption_p(t):
-    return float(re.search(r"Friedman test .*?p = ([0-9][0-9.e+-]*[0-9])", t.full_caption()).group(1))
+    found = re.search(r"Friedman test .*?p = ([0-9][0-9.e+-]*[0-9])", t.full_caption())
+    return float(found.group(1))
 
 
 def test_friedman_p_in_caption_and_cd_diagram():

@@ -117,7 +117,8 @@ _T3_SECTIONS = (("overall", ()), ("by model", ("arch",)), ("by size", ("size",))
 def _table3() -> list[TableSpec]:
     out = []
     for sq in ("", "_sq"):
-        what = f"CMEE{' (L2, squared)' if sq else ''} of the evaluators on the hold-out (values ×1000)"
+        what = (f"CMEE{' (L2, squared)' if sq else ''} of the evaluators on the hold-out "
+                f"(values ×1000)")
         common = dict(source="scores", measure="cmee" + sq, units=SCORE_UNITS)
         out.append(TableSpec(name=f"table3_cmee{sq}", rows=_T3_SECTIONS,
                              blocks=SCORE_UNITS if not sq else None,

@@ -10,3 +10,6 @@
 Every plotting function takes ``ax=None`` (a new figure is made) and returns
 the Axes it drew on (``synthetic_shapes_figure`` returns an array of Axes).
 """
+import matplotlib
+
+matplotlib.use("Agg")   # headless; every submodule imports this package first

@@ -1,10 +1,7 @@
-"""The one Axes helper every figure module shares (matplotlib, Agg backend)."""
+"""The one Axes helper every figure module shares."""
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 
 def new_ax(ax=None, figsize=(4.2, 4.2)):

@@ -6,7 +6,6 @@ from typing import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from . import axes as _axes  # noqa: F401  (selects the Agg backend first)
 
 def synthetic_shapes_figure(shapes: Sequence[str] | None = None,
                             ce_levels: Sequence[float] = (0.05, 0.1), ax=None):
