@@ -110,6 +110,8 @@ def test_friedman_p_in_caption_and_cd_diagram():
     t = build(spec_named("table3_cmee"), {"scores": _scores(effect=1.0)}, "isotonic")
     assert _caption_p(t) < 1e-6 and t.friedman_p < 1e-6
     assert "36 blocks = (model, task, calibrator, seed)" in t.full_caption()
+    tex = t.to_latex()
+    assert "$$" not in tex and r"$\chi$\textsuperscript{2} = " in tex    # no empty math
     # bold for the best, no other column marked in the overall row
     overall = t.values.index.get_loc(("overall", "all"))
     assert t.best.iloc[overall].tolist() == [True, False, False, False]

@@ -207,7 +207,9 @@ def fmt_cell(v, r, half, mark: str, dec: int, latex: bool, dash: str) -> str:
 _TEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
                 "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
                 "^": r"\textasciicircum{}", "–": "--", "×": r"$\times$", "|": r"$|$",
-                "−": "-", "±": r"$\pm$", "χ": r"$\chi$", "²": r"$^2$", "α": r"$\alpha$"}
+                "−": "-", "±": r"$\pm$", "χ": r"$\chi$", "²": r"\textsuperscript{2}",
+                "α": r"$\alpha$",
+                "≥": r"$\geq$"}
 
 
 def tex_escape(s: str) -> str:
