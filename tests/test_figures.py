@@ -10,7 +10,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
-from fitontest import figures  # noqa: E402
+from fitontest.report.figures import maps, output, reliability, shapes, study  # noqa: E402
 from fitontest.families.base import CalibrationFamily  # noqa: E402
 from fitontest.schema import SCORE_COLUMNS, SCORE_VALUES  # noqa: E402
 
@@ -32,7 +32,7 @@ def test_diagonal_filling_gives_back_ece(scheme, n, n_bins, seed):
     rng = np.random.default_rng(seed)
     s = rng.beta(0.7, 1.6, n)
     y = (rng.random(n) < s ** 1.4).astype(int)
-    g = figures.diagonal_filling_geometry(s, y, n_bins, scheme)
+    g = reliability.diagonal_filling_geometry(s, y, n_bins, scheme)
     expected = textbook_ece(s, y, n_bins, scheme)
     assert abs(g.ece - expected) < 1e-9
     assert abs(np.sum(g.weights * np.abs(g.gap)) - expected) < 1e-9
@@ -97,44 +97,44 @@ def test_reliability_diagram_styles_render():
     s, y, _ = toy_data()
     fig, axes = plt.subplots(2, 4)
     for row, scheme in zip(axes, ["ew", "es"]):
-        for a, style in zip(row, figures.STYLES):
-            assert figures.reliability_diagram(s, y, n_bins=10, scheme=scheme, style=style,
+        for a, style in zip(row, reliability.STYLES):
+            assert reliability.reliability_diagram(s, y, n_bins=10, scheme=scheme, style=style,
                                                ax=a) is a
     fig.canvas.draw()
     plt.close(fig)
-    ax = figures.reliability_diagram(s, y)                 # ax=None makes a figure
+    ax = reliability.reliability_diagram(s, y)                 # ax=None makes a figure
     assert isinstance(ax, Axes)
     plt.close(ax.figure)
     with pytest.raises(ValueError, match="style"):
-        figures.reliability_diagram(s, y, style="pie")
+        reliability.reliability_diagram(s, y, style="pie")
 
 
 def test_other_plots_render_and_return_axes():
     s, y, c = toy_data()
-    ax = figures.fit_on_test_diagram(ToyBins(5), s, y, true_map=c)
+    ax = maps.fit_on_test_diagram(ToyBins(5), s, y, true_map=c)
     assert isinstance(ax, Axes) and "true CE" in ax.get_title()
     fam = ToyBins(5).fit(s, y)
-    ax2 = figures.logit_logit_plot({"toy": fam, "power": lambda p: p ** 0.9, "array": c},
+    ax2 = maps.logit_logit_plot({"toy": fam, "power": lambda p: p ** 0.9, "array": c},
                                    s, true_map=lambda p: p ** 0.8)
     assert isinstance(ax2, Axes)
-    axes = figures.synthetic_shapes_figure(ce_levels=(0.05,))
+    axes = shapes.synthetic_shapes_figure(ce_levels=(0.05,))
     assert len(axes) == 5 and all(isinstance(a, Axes) for a in axes)
     df = toy_scores_frame()
-    ax3 = figures.ranking_figure(df, "r110", "car", 300)
-    ax4 = figures.summary_by_size(df, "cmee")
-    ax5 = figures.summary_by_size(df, "spearman", tasks="ovr")
+    ax3 = study.ranking_figure(df, "r110", "car", 300)
+    ax4 = study.summary_by_size(df, "cmee")
+    ax5 = study.summary_by_size(df, "spearman", tasks="ovr")
     for a in (ax, ax2, ax3, ax4, ax5, axes[0]):
         assert isinstance(a, Axes)
         a.figure.canvas.draw()
     _, given = plt.subplots()
-    assert figures.summary_by_size(df, "ce_error", ax=given) is given
+    assert study.summary_by_size(df, "ce_error", ax=given) is given
     plt.close("all")
 
 
 def test_save_writes_pdf_and_png_atomically(tmp_path):
     fig, ax = plt.subplots(figsize=(2, 2))
     ax.plot([0, 1], [0, 1])
-    paths = figures.save(fig, tmp_path / "sub" / "fig")
+    paths = output.save(fig, tmp_path / "sub" / "fig")
     assert [p.name for p in paths] == ["fig.pdf", "fig.png"]
     assert all(p.stat().st_size > 0 for p in paths)
     assert paths[1].read_bytes()[:4] == b"\x89PNG" and paths[0].read_bytes()[:4] == b"%PDF"
@@ -150,16 +150,31 @@ def test_write_default_figures_names(tmp_path, monkeypatch):
         saved.append(stem.name)
         return [stem]
 
-    monkeypatch.setattr(figures, "save", fake_save)
+    monkeypatch.setattr(output, "save", fake_save)
     s, y, c = toy_data(400)
-    figures.write_default_figures(toy_scores_frame(), tmp_path, scores=s, labels=y,
+    output.write_default_figures(toy_scores_frame(), tmp_path, scores=s, labels=y,
                                   true_c=c, evaluators=[ToyBins(3), ToyBins(6)], n_fit=200)
-    assert saved == [f"reliability_{st}" for st in figures.STYLES] + [
+    assert saved == [f"reliability_{st}" for st in reliability.STYLES] + [
         "fit_on_test", "logit_logit", "summary_by_size", "ranking"]
     # npz input (keys holdout_scores / holdout_labels, truth keyed by name)
     saved.clear()
     np.savez(tmp_path / "cal.npz", holdout_scores=s, holdout_labels=y)
     np.savez(tmp_path / "truth.npz", isotonic=c)
-    figures.write_default_figures(None, tmp_path, calibrated_npz=tmp_path / "cal.npz",
+    output.write_default_figures(None, tmp_path, calibrated_npz=tmp_path / "cal.npz",
                                   truth_npz=tmp_path / "truth.npz", evaluators=[ToyBins(3)])
     assert "fit_on_test" in saved and "ranking" not in saved
+
+
+def test_summary_by_size_bars_are_95_percent_t_intervals_over_units():
+    from scipy import stats as sps
+
+    df = toy_scores_frame()
+    ax = study.summary_by_size(df, "cmee", evaluators=["ece_es15", "toy"])
+    container = ax.containers[0]                   # first evaluator: ece_es15
+    segments = container.lines[2][0].get_segments()
+    for size, seg in zip([100, 300], segments):
+        v = df[(df["evaluator"] == "ece_es15") & (df["size"] == size)]["cmee"].to_numpy() * 1000
+        assert v.size == 12             # 2 tasks x 3 calibrators x 2 seeds, one row each
+        lo, hi = sps.t.interval(0.95, v.size - 1, loc=v.mean(), scale=sps.sem(v))
+        np.testing.assert_allclose([seg[0][1], seg[1][1]], [lo, hi])
+    plt.close("all")

@@ -3,8 +3,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fitontest import tables
 from fitontest.data import synthetic
+from fitontest.report.specs import build, spec_named
 from fitontest.schema import SYNTHETIC_COLUMNS
 from fitontest.synthetic_study import score_shape
 
@@ -48,7 +48,7 @@ def test_true_ce_is_exact_and_level_zero_estimates_are_small(grid):
 
 def test_tables_have_the_documented_shape_and_consistent_ranks(grid):
     for measure in ("cmee", "ce_error", "spearman"):
-        t = tables.synthetic_table(grid, measure, by="shape")
+        t = build(spec_named(f"synthetic_{measure}_by_shape"), {"synthetic": grid})
         assert list(t.values.columns) == EVALUATORS
         assert set(t.values.index) == set(synthetic.SHAPES)
         better = (np.less if t.lower_is_better else np.greater)
@@ -58,5 +58,5 @@ def test_tables_have_the_documented_shape_and_consistent_ranks(grid):
             assert not any(better(vals[e], vals[best]) for e in EVALUATORS), (measure, shape)
         assert np.allclose(t.avg_rank, t.ranks.mean(axis=0))
     # Spearman across the CE levels: every evaluator orders 0 < 0.05 < 0.1 correctly
-    sp = tables.synthetic_table(grid, "spearman", by="shape")
+    sp = build(spec_named("synthetic_spearman_by_shape"), {"synthetic": grid})
     assert (sp.values.to_numpy() > 0.4).all()

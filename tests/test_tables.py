@@ -1,4 +1,5 @@
-"""Table builders on small hand-made tidy frames; expected numbers computed by hand."""
+"""Table builders (fitontest.report) on small hand-made tidy frames; expected
+numbers computed by hand."""
 import itertools
 import math
 
@@ -6,9 +7,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fitontest import tables
+from scipy import stats
+
+from fitontest.report import frames, write
+from fitontest.report.specs import build, spec_named
 from fitontest.schema import (CALIBRATOR_COLUMNS, SCORE_COLUMNS, SCORE_VALUES,
                               SYNTHETIC_COLUMNS)
+
+
+def table(name, truth, *, scores=None, calibrators=None, synthetic=None, **kw):
+    return build(spec_named(name), {"scores": scores, "calibrators": calibrators,
+                                    "synthetic": synthetic}, truth, **kw)
 
 
 def _row(**keys):
@@ -53,7 +62,7 @@ def calibrator_frame():
 
 
 def test_table3_by_size_values_ranks_and_average_rank():
-    t = tables.table3_cmee(scores_frame(), "isotonic", by="size")
+    t = table("table3_cmee_by_size", "isotonic", scores=scores_frame())
     assert list(t.values.columns) == ["A", "B", "D", "kce"]
     assert list(t.values.index) == [100, 200]
     expected = pd.DataFrame({"A": [3.0, 1.0], "B": [2.0, 2.0], "D": [2.0, 3.0],
@@ -64,47 +73,55 @@ def test_table3_by_size_values_ranks_and_average_rank():
                                   [[3, 1.5, 1.5, np.nan], [1, 2, 3, np.nan]])
     avg = t.avg_rank
     assert avg["A"] == 2.0 and avg["B"] == 1.75 and avg["D"] == 2.25 and np.isnan(avg["kce"])
+    # 16 units (arch, task, calibrator, seed) per cell, half at v - 0.5, half at v + 0.5
+    half = stats.t.ppf(0.975, 15) * np.std([-0.5] * 8 + [0.5] * 8, ddof=1) / 4
+    np.testing.assert_allclose((t.hi - t.lo).to_numpy()[:, :3] / 2, half)
+    assert (t.n_units[["A", "B", "D"]] == 16).all().all() and (t.n_units["kce"] == 0).all()
     md = t.to_markdown()
-    # two decimals: three significant digits at the median magnitude (2.0)
-    assert "| 100 | 3.00 (3) | 2.00 (1.5) | 2.00 (1.5) | – |" in md
+    # two decimals: three significant digits at the median magnitude (2.0); B and D
+    # tie (B is the first best: bold, D underlined), A is worse in every unit
+    h = f"{half:.2f}"
+    assert f"| 100 | 3.00 ± {h} (3) | **2.00 ± {h}** (1.5) | <u>2.00 ± {h}</u> (1.5) | – |" in md
     assert "| *avg. rank* | 2.00 | 1.75 | 2.25 | – |" in md
     tex = t.to_latex()
     for rule in (r"\toprule", r"\midrule", r"\bottomrule"):
         assert rule in tex
-    assert r"100 & $3.00_{3}$ & $2.00_{1.5}$ & $2.00_{1.5}$ & -- \\" in tex
+    assert (rf"100 & $3.00 \pm {h}_{{3}}$ & $\mathbf{{2.00 \pm {h}}}_{{1.5}}$ & "
+            rf"$\underline{{2.00 \pm {h}}}_{{1.5}}$ & -- \\") in tex
     t.decimals = 1
-    assert "| 200 | 1.0 (1) | 2.0 (2) | 3.0 (3) | – |" in t.to_markdown()
+    h = f"{half:.1f}"
+    assert f"| 200 | **1.0 ± {h}** (1) | 2.0 ± {h} (2) | 3.0 ± {h} (3) | – |" in t.to_markdown()
     assert r"avg. rank & 2.00 & 1.75 & 2.25 & -- \\" in tex
 
 
 def test_table3_sections_overall_and_std_over_seeds():
     f = scores_frame()
-    t = tables.table3_cmee(f, "isotonic")
+    t = table("table3_cmee", "isotonic", scores=f)
     assert list(t.values.index.get_level_values(0).unique()) == [
         "overall", "by model", "by size", "by task"]
     overall = t.values.loc[("overall", "all")]
     np.testing.assert_allclose(overall[["A", "B", "D"]].to_numpy(), [2.0, 2.0, 2.5])
     # seed means differ by 1.0 (x 1e-3 x 1000) -> sample std sqrt(0.5)
-    s = tables.table3_cmee(f, "isotonic", by="size", stat="std")
-    assert s.ranks is None
-    np.testing.assert_allclose(s.values[["A", "B", "D"]].to_numpy(), math.sqrt(0.5))
-    assert s.values["kce"].isna().all()
+    s = table("table3_cmee_std", "isotonic", scores=f).values.loc["by size"]
+    assert table("table3_cmee_std", "isotonic", scores=f).ranks is None
+    np.testing.assert_allclose(s[["A", "B", "D"]].to_numpy(), math.sqrt(0.5))
+    assert s["kce"].isna().all()
 
 
 def test_table2_calibrators_mean_over_models_and_binary_cmee():
     c = calibrator_frame()
-    t = tables.table2_calibrators(c, "isotonic", measure="ceac")
+    t = table("table2_ceac", "isotonic", calibrators=c)
     assert list(t.values.columns) == ["none", "temps", "platt", "isotonic"]
     assert list(t.values.index) == ["car", "confidence"]
     np.testing.assert_allclose(t.values.to_numpy(), [[9, 4, 2, 4], [8, 1, 3, 2]])
     np.testing.assert_array_equal(t.ranks.to_numpy(), [[4, 2.5, 1, 2.5], [4, 1, 3, 2]])
     np.testing.assert_allclose(t.avg_rank.to_numpy(), [4, 1.75, 2, 2.25])
-    b = tables.table2_calibrators(c, "isotonic", measure="cmee")
+    b = table("table2_cmee_binary", "isotonic", calibrators=c)
     assert list(b.values.columns) == ["platt", "isotonic"]
     np.testing.assert_allclose(b.values.to_numpy(), [[8, 6], [7, 8]])
-    m = tables.table2_calibrators(c, "isotonic", measure="ceac", by_model=True)
+    m = table("table2_ceac_by_model", "isotonic", calibrators=c)
     assert m.values.loc[("r110", "car"), "none"] == pytest.approx(8.0)
-    assert tables.table2_calibrators(c[c["kind"] != "binary"], "isotonic", measure="cmee") is None
+    assert table("table2_cmee_binary", "isotonic", calibrators=c[c["kind"] != "binary"]) is None
 
 
 def test_spearman_hand_cases_ties_constant_and_restriction():
@@ -124,24 +141,24 @@ def test_spearman_hand_cases_ties_constant_and_restriction():
     group("E2", 100, 1, [1, 1, 2, 3], [1, 2, 3, 4])                       # ties: sqrt(0.9)
     f = pd.DataFrame(rows)[SCORE_COLUMNS]
     ranked = ["c0", "c1", "c2", "c3"]
-    rho = tables.spearman_by_group(f, items=ranked).set_index(["evaluator", "seed"])["spearman"]
+    rho = frames.spearman_by_group(f, items=ranked).set_index(["evaluator", "seed"])["spearman"]
     assert rho[("E1", 0)] == pytest.approx(0.8)
     assert rho[("E1", 1)] == pytest.approx(-1.0)
     assert np.isnan(rho[("E2", 0)])
     assert rho[("E2", 1)] == pytest.approx(math.sqrt(0.9))
-    t = tables.table4_spearman(f, "iso", tasks="ovr", ranked_calibrators=ranked)
+    t = table("table4_spearman_ovr", "iso", scores=f, ranked_calibrators=ranked)
     np.testing.assert_allclose(t.values.loc[100].to_numpy(), [-0.1, math.sqrt(0.9)])
     np.testing.assert_array_equal(t.ranks.loc[100].to_numpy(), [2, 1])   # higher is better
     assert "1 of 4 groups" in t.full_caption()
     # including "zzz" changes E1 seed 0 (it is then ranked last by estimate, first by truth)
-    rho_all = tables.spearman_by_group(f).set_index(["evaluator", "seed"])["spearman"]
+    rho_all = frames.spearman_by_group(f).set_index(["evaluator", "seed"])["spearman"]
     assert rho_all[("E1", 0)] < 0.8
 
 
 def test_ranked_calibrators_default_and_fallback():
-    chosen, note = tables.resolve_ranked_calibrators(["none", "platt", "isotonic", "temps"])
+    chosen, note = frames.resolve_ranked_calibrators(["none", "platt", "isotonic", "temps"])
     assert chosen == ["platt", "isotonic"] and "beta" in note
-    chosen, note = tables.resolve_ranked_calibrators(["none", "platt", "temps"])
+    chosen, note = frames.resolve_ranked_calibrators(["none", "platt", "temps"])
     assert chosen == ["none", "platt", "temps"] and "every calibrator" in note
 
 
@@ -149,8 +166,8 @@ def test_table4_ce_error_splits_tasks():
     f = scores_frame()
     f.loc[f["task"] == "confidence", "ce_error"] = 0.004
     f.loc[f["task"] == "car", "ce_error"] = 0.002
-    ovr = tables.table4_ce_error(f, "isotonic", tasks="ovr")
-    conf = tables.table4_ce_error(f, "isotonic", tasks="confidence")
+    ovr = table("table4_ce_error_ovr", "isotonic", scores=f)
+    conf = table("table4_ce_error_confidence", "isotonic", scores=f)
     np.testing.assert_allclose(ovr.values.to_numpy(), 2.0)
     np.testing.assert_allclose(conf.values.to_numpy(), 4.0)
     assert ovr.name == "table4_ce_error_ovr" and conf.name == "table4_ce_error_confidence"
@@ -159,8 +176,8 @@ def test_table4_ce_error_splits_tasks():
 def test_hyper_table_mean_and_mode():
     f = scores_frame()
     f.loc[(f["seed"] == 0) & (f["arch"] == "d40") & (f["evaluator"] != "kce"), "hyper"] = 10   # mode 10 everywhere
-    mean = tables.hyper_table(f, "isotonic", stat="mean")
-    mode = tables.hyper_table(f, "isotonic", stat="mode")
+    mean = table("hyper_mean_by_size", "isotonic", scores=f)
+    mode = table("hyper_mode_by_size", "isotonic", scores=f)
     assert mean.ranks is None
     np.testing.assert_allclose(mean.values[["A", "B", "D"]].to_numpy(), 12.5)
     np.testing.assert_allclose(mode.values[["A", "B", "D"]].to_numpy(), 10)
@@ -176,17 +193,17 @@ def test_synthetic_tables_spearman_across_ce_levels():
                          evaluator=ev, size=1000, seed=seed, truth="exact",
                          ce_used=u, true_ce=lvl * 0.05, cmee=0.001 if ev == "E1" else 0.002))
     syn = pd.DataFrame(rows)[SYNTHETIC_COLUMNS]
-    t = tables.synthetic_table(syn, "spearman", by="shape")
+    t = table("synthetic_spearman_by_shape", "exact", synthetic=syn)
     np.testing.assert_allclose(t.values.to_numpy(), [[0.5, 1.0], [0.5, 1.0]])
     np.testing.assert_array_equal(t.avg_rank.to_numpy(), [2, 1])
-    c = tables.synthetic_table(syn, "cmee")
+    c = table("synthetic_cmee", "exact", synthetic=syn)
     assert list(c.values.index) == [("square", "1000"), ("sqrt", "1000")]
     np.testing.assert_allclose(c.values.to_numpy(), [[1.0, 2.0], [1.0, 2.0]])
 
 
 def test_write_all_naming_every_evaluator_and_robustness(tmp_path):
     f = scores_frame(extra_eval="my_new_eval")
-    paths = tables.write_all(f, calibrator_frame(), tmp_path, main_truth="isotonic")
+    paths = write.write_all(f, calibrator_frame(), tmp_path, main_truth="isotonic")
     names = {p.name for p in paths}
     assert paths[-1].name == "index.md"
     for stem in ("table3_cmee_by_size", "table4_spearman_ovr", "table2_ceac"):
@@ -211,7 +228,7 @@ def test_write_all_naming_every_evaluator_and_robustness(tmp_path):
     c = calibrator_frame()
     c = c[c["kind"] != "binary"]
     out = tmp_path / "small"
-    paths = tables.write_all(g, c, out, synthetic=pd.DataFrame(columns=SYNTHETIC_COLUMNS))
+    paths = write.write_all(g, c, out, synthetic=pd.DataFrame(columns=SYNTHETIC_COLUMNS))
     names = {p.name for p in paths}
     assert "table2_cmee_binary.md" not in names and "table4_ce_error_confidence.md" not in names
     assert "table3_cmee_std.md" in names

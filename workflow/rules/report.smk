@@ -1,4 +1,6 @@
-# Stage 6: the paper's tables and figures from the tidy result files.
+# Stage 6: the paper's tables (fitontest.report; with intervals, significance markers,
+# Friedman tests and critical-difference diagrams) and figures (fitontest.report.figures)
+# from the tidy result files.
 
 
 rule tables:

@@ -1,7 +1,7 @@
 """Rule figures: reliability diagrams, fit-on-test maps, rankings and summaries."""
 import pandas as pd
 
-from fitontest import figures
+from fitontest.report.figures.output import write_all_figures, write_default_figures
 from fitontest.io import limit_threads, load_npz, optional_input, script_logger
 
 log = script_logger(snakemake.log[0])
@@ -16,12 +16,11 @@ for label, cal_path, truth_path in zip(p.labels, snakemake.input.calibrated, sna
     models[label] = {"scores": d["holdout_scores"], "labels": d["holdout_labels"],
                      "true_c": load_npz(truth_path)[p.truth]}
 if p.which == "all":
-    written = figures.write_all_figures(scores, snakemake.output[0], models=models,
-                                        synthetic_df=synthetic, truth=p.truth, seed=p.seed,
-                                        log=log.info)
+    written = write_all_figures(scores, snakemake.output[0], models=models,
+                                synthetic_df=synthetic, truth=p.truth, seed=p.seed, log=log.info)
 else:
     (m,) = models.values()
-    written = figures.write_default_figures(scores, snakemake.output[0], scores=m["scores"],
-                                            labels=m["labels"], true_c=m["true_c"],
-                                            truth=p.truth, seed=p.seed, log=log.info)
+    written = write_default_figures(scores, snakemake.output[0], scores=m["scores"],
+                                    labels=m["labels"], true_c=m["true_c"], truth=p.truth,
+                                    seed=p.seed, log=log.info)
 log.info("wrote %d figure files to %s", len(written), snakemake.output[0])

@@ -1,7 +1,7 @@
-"""Rule tables: every paper table (CSV, Markdown, LaTeX) from the tidy result files."""
+"""Rule tables: every paper table (CSV, Markdown, LaTeX, CD diagrams) from the tidy result files."""
 import pandas as pd
 
-from fitontest import tables
+from fitontest.report.write import write_all
 from fitontest.io import limit_threads, optional_input, script_logger
 from fitontest.schema import CALIBRATOR_COLUMNS, SCORE_COLUMNS
 
@@ -17,10 +17,8 @@ def read(value, columns=None):
     return pd.read_parquet(path)
 
 
-written = tables.write_all(read(inp.scores, SCORE_COLUMNS), read(inp.calibrators,
-                                                                CALIBRATOR_COLUMNS),
-                           snakemake.output[0],
-                           synthetic=read(inp.synthetic),
-                           ranked_calibrators=snakemake.params.ranked,
-                           main_truth=snakemake.params.main_truth)
+written = write_all(read(inp.scores, SCORE_COLUMNS), read(inp.calibrators, CALIBRATOR_COLUMNS),
+                    snakemake.output[0], synthetic=read(inp.synthetic),
+                    ranked_calibrators=snakemake.params.ranked,
+                    main_truth=snakemake.params.main_truth)
 log.info("wrote %d table files to %s", len(written), snakemake.output[0])

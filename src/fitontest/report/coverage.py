@@ -1,0 +1,66 @@
+"""Coverage of the evaluators' CE intervals (``ce_lo``, ``ce_hi``).
+
+Score rows that carry a CE interval (columns ``ce_lo``, ``ce_hi``,
+``ci_level``, ``true_ce_pop``; older frames lack them and get no coverage
+table) are covered when ``ce_lo <= true_ce_pop <= ce_hi``: the population
+true CE the interval targets (pseudo-real: over the whole hold-out under the
+row's truth; synthetic: the exact CE level). A cell is the share of covered
+rows (%) with a Clopper-Pearson 95 % interval of that share
+(scipy.stats.binomtest); the nominal level is in the caption. Rows of one
+seed share data, so this binomial interval treats them as independent and is
+optimistic when they are not. Evaluators without intervals are left out.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .aggregate import aggregate
+from .frames import order
+from .stats import binomial_interval
+from .table import Table
+
+COVERAGE_COLUMNS = ("ce_lo", "ce_hi", "ci_level", "true_ce_pop")
+
+
+def covered(frame: pd.DataFrame) -> pd.Series:
+    """1.0 where the row's interval holds ``true_ce_pop``, 0.0 where it does
+    not, NaN where the row has no interval or no population CE."""
+    lo, hi, t = (pd.to_numeric(frame[c], errors="coerce") for c in ("ce_lo", "ce_hi",
+                                                                      "true_ce_pop"))
+    ok = lo.notna() & hi.notna() & t.notna()
+    return ((lo <= t) & (t <= hi)).astype(np.float64).where(ok)
+
+
+def coverage_table(frame: pd.DataFrame, spec, truth: str | None, *,
+                   level: float = 0.95) -> Table | None:
+    """The coverage table of ``spec`` (rows ``spec.rows``, columns evaluators)."""
+    if any(c not in frame.columns for c in COVERAGE_COLUMNS):
+        return None
+    f = frame.assign(_covered=covered(frame))
+    with_ci = f.groupby(spec.columns, sort=False)["_covered"].apply(lambda s: s.notna().any())
+    cols = [c for c in order(f, spec.columns) if with_ci.get(c, False)]
+    f = f[f[spec.columns].isin(cols) & f["_covered"].notna()]
+    if f.empty:
+        return None
+    rows = list(spec.rows)
+    k = aggregate(f, "_covered", rows, columns=spec.columns, column_order=cols)
+    g = f.groupby(rows + [spec.columns], sort=False)["_covered"]
+    n = (g.size().unstack(spec.columns).reindex(index=k.index, columns=cols)
+         .fillna(0).astype(int))
+    hits = (k * n).round().fillna(0).astype(int)
+    lo, hi = k.copy(), k.copy()
+    for i in range(len(k)):
+        for j in range(k.shape[1]):
+            lo.iat[i, j], hi.iat[i, j] = binomial_interval(hits.iat[i, j], n.iat[i, j], level)
+    nominal = sorted(pd.to_numeric(f["ci_level"], errors="coerce").dropna().unique())
+    notes = [f"Nominal level: {', '.join(f'{v:.0%}' for v in nominal)}. "
+             f"Cells: coverage [Clopper-Pearson {level:.0%} interval] over n_units rows "
+             f"(rows sharing a seed are treated as independent)."]
+    if truth:
+        notes.append(f"Truth: {truth}.")
+    false = pd.DataFrame(False, index=k.index, columns=cols)
+    return Table(values=k * spec.scale, ranks=None, name=spec.name, caption=spec.caption,
+                 scale=spec.scale, decimals=spec.decimals, notes=notes,
+                 lo=lo * spec.scale, hi=hi * spec.scale, n_units=n, best=false,
+                 not_worse=false, bracket=True)
