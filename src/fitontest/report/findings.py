@@ -289,28 +289,26 @@ class Evidence:
                 skipped.append(", ".join(g))
                 continue
             labels = w.index if isinstance(w.index, pd.MultiIndex) else [(v,) for v in w.index]
-            w.index = [", ".join(f"{k}={tables._label(v)}" for k, v in zip(g, t)) for t in labels]
+            w.index = [", ".join(f"{k}={v}" for k, v in zip(g, t)) for t in labels]
             parts.append(w)
         if not parts:
             raise NotTestable(f"a single row in every grouping ({'; '.join(skipped)})")
         return pd.concat(parts), skipped
 
-    def significance(self, columns: Sequence[str]) -> pd.Series | str:
-        """The markers over ``columns`` on the paired units, or why there are none."""
+    def significance(self, columns: Sequence[str]) -> tuple[pd.Series | None, str]:
+        """The markers over ``columns`` on the paired units and the words naming those
+        units, or (None, why there are none)."""
         if self.markers is None:
-            return "n/a"
+            return None, "n/a"
         wide = self.table(self.units)[list(columns)].dropna()
         if len(wide) < 2:
-            return f"n/a ({len(wide)} paired unit(s))"
+            return None, f"n/a ({len(wide)} paired unit(s))"
         try:
             marked = self.markers(wide, lower_is_better=self.lower_is_better, alpha=ALPHA)
         except ValueError as e:
-            return f"n/a ({e})"
-        return pd.Series(marked, index=wide.columns).astype(bool)
-
-    def units_words(self) -> str:
-        n = len(self.table(self.units).dropna())
-        return f"α={ALPHA}, {n} paired ({', '.join(self.units)}) units"
+            return None, f"n/a ({e})"
+        words = f"α={ALPHA}, {len(wide)} paired ({', '.join(self.units)}) units"
+        return pd.Series(marked, index=wide.columns).astype(bool), words
 
 
 def _word(ev_or_claim) -> str:
@@ -367,18 +365,19 @@ def check_best(ev: Evidence, p):
     best = means.index[0]
     holds = rank == 1
     text = f"{m} rank {rank} of {len(means)}; {_listing(ev, means, top=4)}"
-    marked = ev.significance(means.index)
-    if isinstance(marked, str):
-        return holds, text, marked
+    marked, where = ev.significance(means.index)
+    if marked is None:
+        return holds, text, where
     others = [c for c in marked.index[marked] if c != m]
-    if holds and marked[m]:
+    if marked[m] and holds:
         sig = ("significantly best" if not others
                else f"tied: {', '.join(others)} not significantly worse")
     elif marked[m]:
         sig = f"not significantly worse than {best}"
-    else:
-        sig = f"significantly worse than {', '.join(others)}"
-    return holds, text, f"{sig} ({ev.units_words()})"
+    else:   # a marker function that does not rank by the mean may favour another column
+        sig = (f"significantly worse than {best}" if not holds
+               else f"the paired test favours {', '.join(others)}")
+    return holds, text, f"{sig} ({where})"
 
 
 @check_kind("in_top_k", required=["methods", "k"],
@@ -442,12 +441,12 @@ def check_rank_trend(ev: Evidence, p):
     wide = ev.table([along])
     ranks = ev.ranks(wide)[m].dropna()
     if len(ranks) < 2:
-        raise NotTestable(f"a single {along} ({', '.join(map(tables._label, wide.index))})")
+        raise NotTestable(f"a single {along} ({', '.join(map(str, wide.index))})")
     steps = np.diff(ranks.to_numpy())
     sign = 1 if direction == "worse" else -1
     holds = bool((sign * steps >= 0).all() and sign * (ranks.iloc[-1] - ranks.iloc[0]) > 0)
     text = f"{m} rank by {along}: " + ", ".join(
-        f"{tables._label(s)}: {int(v)}" for s, v in ranks.items()) + f" (of {wide.shape[1]})"
+        f"{s}: {int(v)}" for s, v in ranks.items()) + f" (of {wide.shape[1]})"
     return holds, text, "n/a"
 
 
@@ -462,16 +461,13 @@ def check_ahead_of(ev: Evidence, p):
     pairs = [(a, b) for a in ahead for b in behind]
     holds = all(sign * (means[a] - means[b]) < 0 for a, b in pairs)
     text = _listing(ev, means[[c for c in means.index if c in ahead + behind]])
-    if ev.markers is None:
-        return holds, text, "n/a"
-    sig = 0
+    sig, where = 0, "n/a"
     for a, b in pairs:
-        marked = ev.significance([a, b])
-        if isinstance(marked, str):
-            return holds, text, marked
+        marked, where = ev.significance([a, b])
+        if marked is None:
+            return holds, text, where
         sig += bool(marked[a] and not marked[b])
-    return holds, text, (f"ahead significantly in {sig} of {len(pairs)} pairs "
-                         f"({ev.units_words()})")
+    return holds, text, f"ahead significantly in {sig} of {len(pairs)} pairs ({where})"
 
 
 @check_kind("in_bottom_fraction", required=["method", "fraction"],
