@@ -89,6 +89,8 @@ def test_every_paper_claim_is_not_testable_without_results():
     ({"id": "has space"}, "claim id"),
     ({"better": "bigger"}, "better must be"),
     ({"colour": 1}, "unknown keys"),
+    ({"check": "rank_trend", "params": {"method": "x", "direction": "up"}},
+     "direction must be one of"),
 ])
 def test_bad_claims_are_rejected_naming_the_problem(change, message):
     d = {"id": "c", "paper": "p", "source": "s", "frame": "scores", "measure": "cmee",
@@ -190,6 +192,25 @@ def test_filter_on_kind_selects_binary_calibrators():
     assert run(c, calibrators=cal)["status"] == F.FAILS
 
 
+def test_filters_by_value_list_and_threshold():
+    # beta wins at size 1000 (by 0.02), pl_ce at 300 and 3000 (by 0.01)
+    s = scores({"pl_ce": lambda size, **k: 0.04 if size == 1000 else 0.01,
+                "beta": 0.02}, size=[300, 1000, 3000])
+    beta = dict(check="best", params={"method": "beta"})
+    cases = [({"size": 1000}, F.HOLDS), ({"size": [300, 1000]}, F.HOLDS),
+             ({"size": [300, 3000]}, F.FAILS), ({"size": {"above": 500}}, F.HOLDS),
+             ({"size": {"above": 2000}}, F.FAILS), ({"size": {"below": 500}}, F.FAILS),
+             ({"size": {"below": 2000}}, F.HOLDS), ({"size": {"not": [300, 3000]}}, F.HOLDS),
+             ({"size": {"not": 1000}}, F.FAILS)]
+    for filt, want in cases:
+        c = claim(**beta, filter=filt)
+        assert run(c, scores=s)["status"] == want, filt
+    c = claim(**beta, filter={"size": {"above": 500}, "seed": 0})
+    assert "size > 500; seed = 0" in c.precise()
+    r = run(claim(**beta, filter={"size": 10}), scores=s)
+    assert r["status"] == F.NOT_TESTABLE and r["evidence"] == "no rows with size = 10"
+
+
 def test_ahead_of():
     s = scores({"ece_es_cv": 0.02, "ece_es_sweep": 0.025, "ece_es15": 0.03, "beta": 0.01})
     c = claim("ahead_of", {"ahead": ["ece_es_cv", "ece_es_sweep"], "behind": ["ece_es15"]})
@@ -266,6 +287,24 @@ def test_spearman_claims_match_scipy():
     assert r["status"] == F.HOLDS
     none = claim("best", {"method": "iso"}, measure="spearman", filter={"task": "dog"})
     assert run(none, scores=s)["status"] == F.NOT_TESTABLE
+
+
+def test_synthetic_spearman_is_across_ce_levels():
+    from fitontest.schema import SYNTHETIC_COLUMNS
+
+    levels = [0.0, 0.02, 0.05, 0.1]
+    est = {"iso": [0.01, 0.03, 0.04, 0.12], "es": [0.03, 0.01, 0.06, 0.05]}
+    rows = [{"shape": "square", "ce_level": lv, "evaluator": ev, "size": 1000, "seed": 0,
+             "truth": "exact", "ce_used": e[i], "true_ce": lv}
+            for ev, e in est.items() for i, lv in enumerate(levels)]
+    syn = pd.DataFrame(rows).reindex(columns=SYNTHETIC_COLUMNS)
+    c = claim("above_threshold", {"method": "es", "threshold": 0.5}, frame="synthetic",
+              measure="spearman")
+    r = run(c, synthetic=syn)
+    assert r["status"] == F.HOLDS and r["truth"] == "exact"
+    assert f"{spearmanr(est['es'], levels)[0]:.4g}" in r["evidence"]
+    c = claim("best", {"method": "iso"}, frame="synthetic", measure="spearman")
+    assert run(c, synthetic=syn)["status"] == F.HOLDS
 
 
 def test_quantile_filter_splits_far_from_and_near_calibrated():

@@ -23,6 +23,21 @@ and filter conditions), or pass your own list to :func:`evaluate_claims`
       check: ahead_of
       params: {ahead: [isotonic], behind: [platt]}
 
+Check kinds and their ``params`` (each compares the methods' means):
+
+- ``best`` (method): the method has the best mean;
+- ``in_top_k`` (methods, k): each method is among the k best;
+- ``rank_at_most_in_majority`` (method, rank, share: ``majority`` (default,
+  more than half) | ``all`` | a fraction): the method ranks ``rank`` or better
+  in that share of the disaggregated rows (``by``);
+- ``rank_trend`` (method, along: ``size``, direction: ``worse`` | ``better``):
+  its rank never improves (worsens) from one value of ``along`` to the next
+  larger and is worse (better) at the largest than at the smallest;
+- ``ahead_of`` (ahead, behind): every ``ahead`` method beats every ``behind``;
+- ``in_bottom_fraction`` (method, fraction): in the bottom ceil(fraction × n);
+- ``above_threshold`` (method, threshold): its mean exceeds the threshold
+  (in the measure's own units, not ×1000).
+
 A new check kind is one function decorated with :func:`check_kind`.
 
 Semantics shared by every check (the "precise form" each report line prints
@@ -325,6 +340,7 @@ class CheckKind:
     describe: Callable[[Claim, Mapping[str, Any]], str]
     required: tuple[str, ...]
     optional: tuple[str, ...] = ()
+    choices: Mapping[str, tuple] = field(default_factory=dict)
 
     def validate(self, claim_id: str, params: Mapping[str, Any]) -> None:
         missing = [p for p in self.required if p not in params]
@@ -333,16 +349,23 @@ class CheckKind:
             raise ValueError(f"claim {claim_id!r}: check parameters missing {missing}, "
                              f"unknown {unknown} (takes {list(self.required)} "
                              f"+ optional {list(self.optional)})")
+        for name, allowed in self.choices.items():
+            if name in params and params[name] not in allowed:
+                raise ValueError(f"claim {claim_id!r}: {name} must be one of {list(allowed)}, "
+                                 f"got {params[name]!r}")
 
 
 CHECKS: dict[str, CheckKind] = {}
 
 
-def check_kind(name: str, *, describe, required: Sequence[str], optional: Sequence[str] = ()):
+def check_kind(name: str, *, describe, required: Sequence[str], optional: Sequence[str] = (),
+               choices: Mapping[str, tuple] | None = None):
     """Register a check: ``func(evidence, params) -> (holds, evidence_text, significance_text)``;
-    it raises :class:`NotTestable` when the run cannot decide."""
+    it raises :class:`NotTestable` when the run cannot decide. ``describe(claim, params)``
+    words the precise test; ``choices`` lists the allowed values of enumerated parameters."""
     def deco(func):
-        CHECKS[name] = CheckKind(func, describe, tuple(required), tuple(optional))
+        CHECKS[name] = CheckKind(func, describe, tuple(required), tuple(optional),
+                                 dict(choices or {}))
         return func
     return deco
 
@@ -428,6 +451,7 @@ def check_rank_in_majority(ev: Evidence, p):
 
 
 @check_kind("rank_trend", required=["method"], optional=["along", "direction"],
+            choices={"direction": ("worse", "better"), "along": ("size", "seed", "ce_level")},
             describe=lambda c, p: (
                 f"{p['method']}'s rank by mean {c.measure_words} among the {c.entity}s never "
                 f"{'improves' if p.get('direction', 'worse') == 'worse' else 'worsens'} from one "
@@ -435,8 +459,6 @@ def check_rank_in_majority(ev: Evidence, p):
                 f"{p.get('direction', 'worse')} at the largest than at the smallest"))
 def check_rank_trend(ev: Evidence, p):
     m, along, direction = p["method"], p.get("along", "size"), p.get("direction", "worse")
-    if direction not in ("worse", "better"):
-        raise ValueError(f"rank_trend: direction must be 'worse' or 'better', got {direction!r}")
     ev.require([m])
     wide = ev.table([along])
     ranks = ev.ranks(wide)[m].dropna()
