@@ -81,6 +81,7 @@ def test_every_paper_claim_is_not_testable_without_results():
     ({"check": "bestest"}, "unknown check"),
     ({"measure": "nope"}, "measure 'nope'"),
     ({"frame": "tables"}, "frame must be"),
+    ({"frame": "calibrators", "measure": "spearman"}, "use the scores frame"),
     ({"params": {}}, "missing \\['method'\\]"),
     ({"params": {"method": "x", "k": 2}}, "unknown \\['k'\\]"),
     ({"filter": {"colour": "red"}}, "filter column 'colour'"),

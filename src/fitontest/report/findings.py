@@ -160,6 +160,9 @@ class Claim:
         if d["measure"] != SPEARMAN and d["measure"] not in columns:
             raise ValueError(f"claim {name!r}: measure {d['measure']!r} is not a column of "
                              f"the {d['frame']} frame nor {SPEARMAN!r}")
+        if d["measure"] == SPEARMAN and d["frame"] == "calibrators":
+            raise ValueError(f"claim {name!r}: {SPEARMAN!r} ranks calibrators by the "
+                             f"evaluators' estimates: use the scores frame")
         if d["check"] not in CHECKS:
             raise ValueError(f"claim {name!r}: unknown check {d['check']!r}; "
                              f"known: {sorted(CHECKS)}")
