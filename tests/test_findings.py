@@ -122,6 +122,9 @@ def test_best_holds_fails_and_is_not_testable():
     assert run(claim("best", {"method": "beta"}), scores=s)["status"] == F.FAILS
     r = run(claim("best", {"method": "pl3_ce"}), scores=s)
     assert r["status"] == F.NOT_TESTABLE and "pl3_ce not in this run" in r["evidence"]
+    # a tie for first is first, and says so
+    r = run(claim("best", {"method": "beta"}), scores=s.assign(cmee=0.01))
+    assert r["status"] == F.HOLDS and "beta rank 1 (tied with pl_ce, ece_es15)" in r["evidence"]
     r = run(claim("best", {"method": "pl_ce"}), scores=scores({"pl_ce": 0.01}))
     assert r["status"] == F.NOT_TESTABLE and "only 1 evaluator" in r["evidence"]
 

@@ -387,10 +387,12 @@ def _listing(ev: Evidence, means: pd.Series, top: int | None = None) -> str:
 def check_best(ev: Evidence, p):
     m = p["method"]
     means = ev.require([m])
-    rank = int(ev.overall_ranks()[m])
-    best = means.index[0]
+    ranks = ev.overall_ranks()
+    rank, best = int(ranks[m]), means.index[0]
     holds = rank == 1
-    text = f"{m} rank {rank} of {len(means)}; {_listing(ev, means, top=4)}"
+    ties = [c for c in ranks.index if ranks[c] == rank and c != m]
+    tied = f" (tied with {', '.join(ties)})" if ties else ""
+    text = f"{m} rank {rank}{tied} of {len(means)}; {_listing(ev, means, top=4)}"
     marked, where = ev.significance(means.index)
     if marked is None:
         return holds, text, where
