@@ -24,6 +24,7 @@ include: "workflow/rules/truth.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/synthetic.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/findings.smk"
 
 
 # External evaluators: any rule file dropped in workflow/rules/evaluators/ (README).

@@ -179,3 +179,20 @@ def test_paper_config_scaled_down_runs_on_miniature_cifar5m(tmp_path):
     assert set(scores.evaluator) == {"ece_es15", "isotonic"}
     assert set(scores.truth) == {"isotonic", "es100_flat", "es100_slope1"}
     assert (res / "tables" / "table3_cmee.md").exists()
+
+
+def test_tiny_run_findings_report_every_claim(tiny_run):
+    from fitontest.report.findings import FAILS, HOLDS, NOT_TESTABLE, load_claims
+
+    ids = [c.id for c in load_claims()]
+    found = pd.read_csv(tiny_run / "findings.csv", keep_default_na=False)
+    assert list(found["id"]) == ids
+    assert set(found["status"]) <= {HOLDS, FAILS, NOT_TESTABLE}
+    assert (found["evidence"] != "").all()
+    status = found.set_index("id")["status"]
+    # the tiny grid runs neither PL nor PL3, and one network: those claims cannot be tested
+    assert status["t3_pl_best"] == NOT_TESTABLE
+    # ... but isotonic vs ES-15 vs the external EW-10 is decided from the scores
+    assert status["t4_isotonic_ranks_best_ovr"] in (HOLDS, FAILS)
+    md = (tiny_run / "findings.md").read_text()
+    assert all(f"`{i}`" in md for i in ids)

@@ -88,6 +88,7 @@ FIGURE_MODELS = ([(a, t) for a in ARCHS for t in TASKS] if config["report"]["fig
 def final_outputs(wildcards=None):
     exp = config["exp"]
     out = [f"results/{exp}/tables"]
+    out += [f"results/{exp}/findings.md", f"results/{exp}/findings.csv"]
     if PSEUDO_REAL:
         out += [f"results/{exp}/scores.parquet", f"results/{exp}/calibrators.parquet"]
     if PSEUDO_REAL and config["report"]["figures"] != "none":

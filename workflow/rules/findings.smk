@@ -1,0 +1,21 @@
+# Stage 7: the paper's conclusions checked on this run's tidy result files.
+
+
+rule findings:
+    input:
+        scores=res("scores.parquet") if PSEUDO_REAL else [],
+        calibrators=res("calibrators.parquet") if PSEUDO_REAL else [],
+        synthetic=res("synthetic_scores.parquet") if SYNTHETIC["enabled"] else [],
+    output:
+        md=report(res("findings.md"), category="Findings"),
+        csv=res("findings.csv"),
+    log:
+        logpath("report/findings.log"),
+    params:
+        exp=config["exp"],
+        truth=config["truth"][0],
+        ranked=EVAL["ranked_calibrators"],
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/findings.py"

@@ -1,0 +1,21 @@
+"""Rule findings: which of the paper's conclusions this run reproduces (findings.md/.csv)."""
+import pandas as pd
+
+from fitontest.io import optional_input, script_logger
+from fitontest.report import findings
+
+log = script_logger(snakemake.log[0])
+inp, params = snakemake.input, snakemake.params
+
+
+def read(value):
+    path = optional_input(value)
+    return None if path is None else pd.read_parquet(path)
+
+
+# significance markers: None (reported "n/a") until a marker function is wired in
+result = findings.evaluate_claims(
+    findings.load_claims(), read(inp.scores), read(inp.calibrators), read(inp.synthetic),
+    truth=params.truth, ranked_calibrators=params.ranked, markers=None)
+findings.write_findings(result, snakemake.output.md, snakemake.output.csv, exp=params.exp)
+log.info("%s", result["status"].value_counts().to_dict())
