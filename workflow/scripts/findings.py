@@ -3,6 +3,7 @@ import pandas as pd
 
 from fitontest.io import optional_input, script_logger
 from fitontest.report import findings
+from fitontest.report.stats import significance_markers
 
 log = script_logger(snakemake.log[0])
 inp, params = snakemake.input, snakemake.params
@@ -13,9 +14,8 @@ def read(value):
     return None if path is None else pd.read_parquet(path)
 
 
-# significance markers: None (reported "n/a") until a marker function is wired in
 result = findings.evaluate_claims(
     findings.load_claims(), read(inp.scores), read(inp.calibrators), read(inp.synthetic),
-    truth=params.truth, ranked_calibrators=params.ranked, markers=None)
+    truth=params.truth, ranked_calibrators=params.ranked, markers=significance_markers)
 findings.write_findings(result, snakemake.output.md, snakemake.output.csv, exp=params.exp)
 log.info("%s", result["status"].value_counts().to_dict())
