@@ -178,3 +178,24 @@ def test_summary_by_size_bars_are_95_percent_t_intervals_over_units():
         lo, hi = sps.t.interval(0.95, v.size - 1, loc=v.mean(), scale=sps.sem(v))
         np.testing.assert_allclose([seg[0][1], seg[1][1]], [lo, hi])
     plt.close("all")
+
+
+def test_smooth_reliability_diagram_draws_on_the_given_axes_and_band_holds_the_map():
+    import matplotlib.pyplot as plt
+
+    from fitontest import families
+    from fitontest.report.figures.smooth import smooth_band, smooth_reliability_diagram
+
+    rng = np.random.default_rng(3)
+    s = rng.uniform(0, 1, 3000)
+    y = (rng.uniform(0, 1, s.size) < s ** 2).astype(int)     # over-confident: c(s) = s^2
+    fig, ax = plt.subplots()
+    assert smooth_reliability_diagram(s, y, ax=ax, n_boot=30) is ax
+    fam = families.get("smece").fit(s, y)
+    t = np.linspace(0.2, 0.8, 7)
+    lo, hi = smooth_band(s, y, fam.sigma_, t, n_boot=60, level=0.9)
+    assert np.all(lo <= hi)
+    # the band is around the smoothed map, which lies below the diagonal here
+    assert np.mean((lo <= fam.predict(t) + 0.02) & (fam.predict(t) - 0.02 <= hi)) > 0.8
+    assert np.all(hi[2:] < t[2:])
+    plt.close(fig)

@@ -136,7 +136,7 @@ def cmd_evaluate(args) -> int:
         import matplotlib
         matplotlib.use("Agg")
         from .io import atomic_path
-        from .plots_smooth import smooth_reliability_diagram
+        from .report.figures.smooth import smooth_reliability_diagram
 
         probs = class_probabilities(pred, from_logits)
         if args.mode == "confidence" or not results[0].per_class:

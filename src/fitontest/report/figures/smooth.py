@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import families
-from .families.smece import smoothed_map
-from .validation import check_binary
+from ... import families
+from ...families.smece import smoothed_map
+from ...validation import check_binary
+from .axes import new_ax
 
 
 def smooth_band(scores, labels, sigma: float, at, *, n_boot: int = 200, level: float = 0.9,
@@ -38,15 +39,12 @@ def smooth_reliability_diagram(scores, labels, *, ax=None, n_boot: int = 200,
                                level: float = 0.9, seed: int = 0, n_points: int = 200,
                                title: str | None = None, color: str = "C3"):
     """Draw the smooth reliability diagram of (scores, labels) on ``ax``; returns ``ax``."""
-    import matplotlib.pyplot as plt
-
     s, y = check_binary(scores, labels, need_both_classes=False)
     fam = families.get("smece").fit(s, y)
     t = np.linspace(0.0, 1.0, int(n_points))
     curve = fam.predict(t)
     lo, hi = smooth_band(s, y, fam.sigma_, t, n_boot=n_boot, level=level, seed=seed)
-    if ax is None:
-        _, ax = plt.subplots(figsize=(4.5, 4.5))
+    ax = new_ax(ax, figsize=(4.5, 4.5))
     ax.plot([0, 1], [0, 1], ls="--", lw=1, color="0.5", label="perfect calibration")
     ax.fill_between(t, lo, hi, color=color, alpha=0.25, lw=0,
                     label=f"{level:.0%} bootstrap band ({n_boot})")
