@@ -46,7 +46,7 @@ is generated from them):
 - Rows are those of the main truth estimator (the first of the config's
   ``truth`` list; ``exact`` for synthetic rows), then the claim's filter.
 - A method's value is the plain mean of the measure over the matching tidy
-  rows, as in :mod:`fitontest.tables` (Table 3 "overall" for ``cmee``).
+  rows, as in :mod:`fitontest.report.specs` (Table 3 "overall" for ``cmee``).
   Methods whose measure is undefined (NaN, e.g. the CMEE of KCE) take no part.
 - Ranks: 1 = best (lowest, or highest for ``spearman``); ties share the best
   rank of the tie.
@@ -73,7 +73,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from fitontest import tables
+from .aggregate import aggregate
+from .frames import resolve_ranked_calibrators, select_truth, spearman_by_group
 from fitontest.io import atomic_path
 from fitontest.schema import (CALIBRATOR_COLUMNS, CALIBRATOR_KEYS, SCORE_COLUMNS, SCORE_KEYS,
                               SYNTHETIC_COLUMNS, SYNTHETIC_KEYS)
@@ -275,7 +276,7 @@ class Evidence:
 
     def means(self) -> pd.Series:
         """Mean of every method with a defined value, best first."""
-        m = tables.aggregate(self.rows, self.measure, [], columns=self.entity).iloc[0]
+        m = aggregate(self.rows, self.measure, [], columns=self.entity).iloc[0]
         return m.dropna().sort_values(ascending=self.lower_is_better, kind="stable")
 
     def ranks(self, wide: pd.DataFrame) -> pd.DataFrame:
@@ -296,7 +297,7 @@ class Evidence:
         return means
 
     def table(self, rows: Sequence[str]) -> pd.DataFrame:
-        return tables.aggregate(self.rows, self.measure, list(rows), columns=self.entity)
+        return aggregate(self.rows, self.measure, list(rows), columns=self.entity)
 
     def disaggregated(self) -> tuple[pd.DataFrame, list[str]]:
         """Rows of every ``by`` grouping with two or more rows, and the groupings left out."""
@@ -540,7 +541,7 @@ def evidence_for(claim: Claim, frames: Mapping[str, pd.DataFrame | None], *,
     if f is None or f.empty:
         raise NotTestable(f"no {claim.frame} rows in this run")
     used = _main_truth(f, truth or MAIN_TRUTH[claim.frame])
-    f = tables.select_truth(f, used)
+    f = select_truth(f, used)
     f = _apply_filter(f, claim.filter)
     if f.empty:
         raise NotTestable(f"no rows with {filter_words(claim.filter)}")
@@ -548,9 +549,9 @@ def evidence_for(claim: Claim, frames: Mapping[str, pd.DataFrame | None], *,
     measure = claim.measure
     if measure == SPEARMAN:
         item = "calibrator" if claim.frame == "scores" else "ce_level"
-        items = (tables.resolve_ranked_calibrators(f["calibrator"], ranked_calibrators)[0]
+        items = (resolve_ranked_calibrators(f["calibrator"], ranked_calibrators)[0]
                  if item == "calibrator" else None)
-        f = tables.spearman_by_group(f, item=item, items=items)
+        f = spearman_by_group(f, item=item, items=items)
         keys = [k for k in keys if k != item]
     else:
         f = f.assign(**{measure: pd.to_numeric(f[measure], errors="coerce")})
