@@ -2,7 +2,8 @@
 import pandas as pd
 
 from fitontest import figures
-from fitontest.io import limit_threads, load_npz, optional_input, script_logger
+from fitontest.io import load_npz, optional_input, script_logger
+from fitontest.runtime import limit_threads
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)

@@ -2,7 +2,8 @@
 import pandas as pd
 
 from fitontest import tables
-from fitontest.io import limit_threads, optional_input, script_logger
+from fitontest.io import optional_input, script_logger
+from fitontest.runtime import limit_threads
 from fitontest.schema import CALIBRATOR_COLUMNS, SCORE_COLUMNS
 
 log = script_logger(snakemake.log[0])
