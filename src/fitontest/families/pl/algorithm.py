@@ -137,8 +137,12 @@ def initial_params(sorted_s, ks, kmax: int, space: int) -> np.ndarray:
 
     Row r has ``ks[r]`` interior knots at the equal-size quantiles of its
     fitting scores ``sorted_s[r]`` (sorted; ``np.quantile``'s linear method);
-    PL heights ``logit(clip(t, 1e-3, 1 - 1e-3))``, PL3 heights equal to the
-    knots (the identity in logit space).
+    PL heights ``logit(clip(t, 1e-3, 1 - 1e-3))``: the identity between the
+    first and the last interior knot, within 1e-3 everywhere; PL3 heights
+    equal to the knots (the identity in logit space), so the end heights start
+    at +-36.84 and a one-piece PL3 whose slope must change moves slowly at
+    lr 0.01 (docs/methods.md §4.4: the method as specified, unchanged). Gaps
+    are floored at 1e-16 before their log (tied scores).
     """
     K1 = kmax + 1
     P = np.zeros((len(ks), 2 * K1 + 1))
@@ -255,8 +259,9 @@ def backward_adam_rows(P, m, v, ks, space, p, t, u, h, b, inv, S0, S1, grad, ste
 
 # -------------------------------------------------------------- mini-batches
 def batch_layout(n: int, n_batches: int):
-    """A group's n points per epoch: ``n_batches`` nearly equal batches
-    (``numpy.array_split`` sizes). Returns (sizes, bounds, label), position i
+    """A group's n points per epoch, shuffled: ``n_batches`` nearly equal
+    batches (``numpy.array_split`` sizes n // n_batches or one more: every
+    point once per epoch, no tiny remainder batch). Returns (sizes, bounds, label), position i
     of a group's shuffled order going to batch ``label[i]``."""
     counts = np.array([len(c) for c in np.array_split(np.arange(n), n_batches)])
     bounds = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)

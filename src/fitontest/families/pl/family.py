@@ -14,30 +14,10 @@ error, with the 0.1 % complexity rule; the prediction is the average of the
 once by :class:`.trainer.BatchedTrainer` (fused numba kernels on the CPU,
 one batched torch program on CUDA).
 
-Choices where the paper is silent (docs/methods.md §4):
+Choices where the paper is silent (docs/methods.md §4); those of the
+training (early stopping monitor, mini-batches, loss clipping, PL3 knots and
+initialisation) are stated with the code in :mod:`.algorithm`:
 
-- training loss monitored for early stopping: the mean of the epoch's
-  mini-batch losses (each computed before its step), as Keras'
-  ``EarlyStopping(monitor="loss")`` of the paper's code; "not decreased" means
-  not below the best value so far; the parameters at the stopping epoch are
-  kept (no restore of the best epoch);
-- mini-batches: every epoch each fold's training points are shuffled and cut
-  into 4 nearly equal batches (``numpy.array_split``: sizes n_train // 4 or
-  n_train // 4 + 1, every point once per epoch; no tiny remainder batch);
-- cross-entropy: PL clips c_hat to [1e-16, 1 - 1e-16] (as the paper's code);
-  PL3 caps each point's loss at -log(1e-16) (the same clip on the
-  probability), its gradient taken exactly from the logit;
-- PL3 knots: gaps in probability space (softmax) mapped through logit, as in
-  the paper's code; heights start equal to the knot positions (the identity,
-  docs/methods.md §4.2), so the end heights start at +-36.84. With lr 0.01 a one-piece
-  PL3 whose slope must change moves slowly (the slope is the difference of two
-  far end heights over 73.7): on Beta(2, 2) scores with true logistic slope
-  0.5 it is at slope 0.80 after 1500 epochs. This is the method as specified;
-  no change was made for speed or convergence;
-- initial knot gaps are floored at 1e-16 (ties among scores); the PL identity
-  initialisation is exact only between the first and the last interior knot
-  when they lie in [1e-3, 1 - 1e-3]: the end heights are sigmoid(+-logit(1e-3)),
-  so everywhere |c_hat(s) - s| <= 1e-3 before training;
 - held-out score of a fold model: mean (c_hat(s) - y)^2 over the held-out fold;
   the CV score of a k is the mean over folds;
 - ``selection="sweep"``: fit every k = 0 .. max_knots once on all points
