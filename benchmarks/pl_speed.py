@@ -43,7 +43,8 @@ def main() -> None:
 
     from fitontest import families
     from fitontest.data.synthetic import sample
-    from fitontest.families._pl_batched import resolve_backend, resolve_device
+    from fitontest.families.pl.trainer import resolve_backend
+    from fitontest.runtime import resolve_device
     from fitontest.selection import kfold_indices
 
     s, y, _ = sample(args.shape, args.ce, args.n, seed=0)

@@ -1,4 +1,6 @@
-"""Registry, input validation, CV selection rule, basic metrics."""
+"""Registry, input validation, CV selection rule, basic metrics, thread limits and devices."""
+import os
+
 import numpy as np
 import pytest
 
@@ -92,3 +94,95 @@ def test_metrics_by_hand():
     assert metrics.cmee([0.3, 0.6, 1.2], c) == pytest.approx((0.2 + 0 + 0.7) / 3)
     with pytest.raises(ValueError, match="p must be 1 or 2"):
         metrics.true_ce(s, c, p=3)
+
+
+# ------------------------------------------------------- runtime: threads, device
+def test_torch_threads_are_restored_after_the_block_even_on_error():
+    torch = pytest.importorskip("torch")
+    from fitontest.runtime import set_torch_threads, torch_threads
+
+    old = torch.get_num_threads()
+    try:
+        set_torch_threads(1)
+        with torch_threads(2):
+            assert torch.get_num_threads() == 2
+        assert torch.get_num_threads() == 1
+        with pytest.raises(KeyError), torch_threads(2):
+            raise KeyError
+        assert torch.get_num_threads() == 1
+        with torch_threads(None):          # None leaves the setting alone
+            assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(old)
+
+
+def test_blas_and_numba_threads_are_restored_after_the_block():
+    from threadpoolctl import threadpool_info
+
+    from fitontest.runtime import blas_threads, numba_threads
+
+    def blas():
+        return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+    before = blas()
+    with blas_threads(1):
+        assert all(n == 1 for n in blas())
+    assert blas() == before
+
+    numba = pytest.importorskip("numba")
+    before = numba.get_num_threads()
+    with numba_threads(1):
+        assert numba.get_num_threads() == 1
+    with numba_threads(10_000):            # capped at the threads numba started with
+        assert numba.get_num_threads() == numba.config.NUMBA_NUM_THREADS
+    assert numba.get_num_threads() == before
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_bad_thread_counts_are_named(bad):
+    from fitontest.runtime import blas_threads, set_torch_threads
+
+    with pytest.raises(ValueError, match="n_threads must be a positive integer"):
+        with blas_threads(bad):
+            pass
+    with pytest.raises(ValueError, match="num_threads must be a positive integer"):
+        set_torch_threads(bad)
+
+
+def test_limit_threads_sets_the_job_wide_limit():
+    import subprocess
+    import sys
+
+    code = ("import os, numpy; from threadpoolctl import threadpool_info; "
+            "from fitontest.runtime import limit_threads; limit_threads(1); "
+            "assert os.environ['OMP_NUM_THREADS'] == '1', os.environ['OMP_NUM_THREADS']; "
+            "assert all(p['num_threads'] == 1 for p in threadpool_info())")
+    env = {**os.environ, "OMP_NUM_THREADS": "2"}
+    assert subprocess.run([sys.executable, "-c", code], env=env).returncode == 0
+
+
+def test_resolve_device_names_and_errors(monkeypatch):
+    torch = pytest.importorskip("torch")
+    from fitontest.runtime import DeviceUnavailableError, resolve_device
+
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device(" CPU ") == torch.device("cpu")
+    assert resolve_device(torch.device("cpu")) == torch.device("cpu")
+    if not torch.cuda.is_available():
+        assert resolve_device("auto") == torch.device("cpu")
+    for bad in ("tpu", "cuda:x", ""):
+        with pytest.raises(ValueError, match="device"):
+            resolve_device(bad)
+    with pytest.raises(ValueError, match="device must be"):
+        resolve_device(3)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto") == torch.device("cpu")
+    for name in ("cuda", "cuda:0"):
+        with pytest.raises(DeviceUnavailableError, match="CUDA is not available") as err:
+            resolve_device(name)
+        assert isinstance(err.value, ValueError)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert resolve_device("auto") == torch.device("cuda")
+    with pytest.raises(ValueError, match="only 1 CUDA device"):
+        resolve_device("cuda:1")

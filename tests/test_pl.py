@@ -1,4 +1,4 @@
-"""PL / PL3 families (METHODS.md §4) and their batched trainer.
+"""PL / PL3 families (docs/methods.md §4) and their batched trainer.
 
 Sizes and epoch caps are kept small where the property allows, and every fit
 runs on one torch thread (fast and stable on a shared 2-core machine).
@@ -11,12 +11,13 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
 from fitontest import families, metrics
-from fitontest.families._pl_batched import BatchedTrainer, evaluate_map
-from fitontest.families.pl import PiecewiseLinearFamily
+from fitontest.families.pl import PiecewiseLinearFamily, evaluate_map
 from fitontest.selection import kfold_indices
 from fitontest.validation import logit
 
 torch = pytest.importorskip("torch")
+from fitontest.families.pl import algorithm as alg  # noqa: E402  (numba, after torch's skip)
+from fitontest.families.pl.trainer import BatchedTrainer  # noqa: E402
 
 # a continuous 3-piece calibration map (knots, heights)
 TRUE_KNOTS = np.array([0.0, 0.3, 0.7, 1.0])
@@ -130,21 +131,59 @@ def _reference_losses(P, ks, x, y, w, space, loss, K1):
     return torch.stack(out)
 
 
+def _numba_loss_and_grad():
+    """Batch loss and gradient of every row r on its own sorted batch
+    ``bdata[r]`` (all points real), from the numba kernels."""
+    from numba import njit
+
+    from fitontest.families.pl import numba_kernels as nk
+
+    @njit
+    def loss_and_grad(P, ks, bdata, space, loss, lossb, grad):
+        K1 = (P.shape[1] - 1) // 2
+        B = bdata.shape[2]
+        for r in range(P.shape[0]):
+            k = ks[r]
+            p, t, u, X, h, bb, aa, inv, S0, S1, dh, dX, dp, gb, lb = nk.scratch(K1, B)
+            alg.geometry(P, r, k, K1, space, False, p, t, u, X, h, bb, aa, inv)
+            lossb[r] = nk.point_pass(bdata[r, 0], bdata[r, 1], bdata[r, -1], 0, B, 1.0 / B, 0.0,
+                                     k, space, loss, X, aa, bb, S0, S1, gb, lb)
+            alg.backward(k, K1, space, p, t, u, h, bb, inv, S0, S1, dh, dX, dp, grad, r)
+
+    return loss_and_grad
+
+
+def _torch_loss_and_grad(P, ks, space, loss, D, rowscale):
+    """The same from the torch kernels (D: torch (n_arrays, rows, B))."""
+    from fitontest.families.pl import torch_kernels as tk
+
+    M, K1 = P.shape[0], (P.shape[1] - 1) // 2
+    ks = np.asarray(ks, dtype=np.int64)
+    p, b, a, inv = (np.zeros((M, K1)) for _ in range(4))
+    t, u, X, h = (np.zeros((M, K1 + 1)) for _ in range(4))
+    alg.geometry_rows(P, ks, space, p, t, u, X, h, b, a, inv)
+    padint = np.arange(K1 - 1)[None, :] >= ks[:, None]
+    lossb, S0, S1 = tk.point_sums(space, loss, X, a, b, padint, D, rowscale, None)
+    grad = np.zeros_like(P)
+    dh, dX, dp = np.empty(K1 + 1), np.empty(K1 + 1), np.empty(K1)
+    for r in range(M):
+        alg.backward(ks[r], K1, space, p[r], t[r], u[r], h[r], b[r], inv[r], S0[r], S1[r],
+                     dh, dX, dp, grad, r)
+    return lossb, grad
+
+
 def _kernel_gradient(backend, tr, P, ks, kmax, arrays, scaled, B):
     """Batch losses and gradients of the trainer's hand-written kernels."""
+    space, loss = alg.SPACES[tr.space], alg.LOSSES[tr.loss]
     if backend == "torch":
         D = torch.as_tensor(np.stack(arrays))
         if scaled is not None:
             D[scaled] /= B
         with torch.no_grad():
-            return tr._loss_and_grad(torch, P.copy(), tr._constants(np.array(ks), kmax), D,
-                                     1.0 / B, None)
-    from fitontest.families import _pl_numba as nb
-
+            return _torch_loss_and_grad(P.copy(), ks, space, loss, D, 1.0 / B)
     bdata = np.ascontiguousarray(np.stack(arrays, axis=1))       # (rows, arrays, B)
     lossb, grad = np.empty(P.shape[0]), np.zeros_like(P)
-    nb.loss_and_grad(P.copy(), np.array(ks), bdata, nb.PROB if tr.space == "prob" else nb.LOGIT,
-                     nb.CE if tr.loss == "ce" else nb.MSE, lossb, grad)
+    _numba_loss_and_grad()(P.copy(), np.array(ks), bdata, space, loss, lossb, grad)
     return lossb, grad
 
 
@@ -162,7 +201,8 @@ def test_hand_written_gradient_matches_autograd(backend, space, loss):
     if space == "logit":
         P[:, K1:] *= 3
     tr = BatchedTrainer(space=space, loss=loss)
-    arrays, scaled = tr._point_arrays(x.numpy(), y.numpy(), np.ones((M, B)))
+    arrays, scaled = alg.point_arrays(alg.SPACES[space], alg.LOSSES[loss], x.numpy(), y.numpy(),
+                                      np.ones((M, B)))
     lossb, grad = _kernel_gradient(backend, tr, P.numpy(), ks, kmax, arrays, scaled, B)
     Pr = P.clone().requires_grad_(True)
     ref = _reference_losses(Pr, ks, x, y, torch.full((B,), 1.0 / B, dtype=torch.float64),
@@ -354,7 +394,7 @@ def test_fast_exp_within_two_ulp_of_exp():
     mpmath = pytest.importorskip("mpmath")
     from numba import njit
 
-    from fitontest.families._pl_numba import fast_exp
+    from fitontest.families.pl.numba_kernels import fast_exp
 
     @njit
     def many(x):
@@ -407,7 +447,7 @@ def test_numba_threads_give_the_serial_result_bit_for_bit():
 
 
 def test_backend_choice():
-    from fitontest.families._pl_batched import resolve_backend
+    from fitontest.families.pl.trainer import resolve_backend
 
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
     assert resolve_backend("auto", cpu) == "numba" and resolve_backend("auto", cuda) == "torch"
@@ -424,14 +464,12 @@ def test_backend_choice():
 def test_shuffle_is_a_uniform_permutation_and_batches_are_sorted():
     from scipy.stats import chisquare
 
-    from fitontest.families import _pl_numba as nb
-
     # every ordering of 4 distinct labels equally likely over (key, epoch) streams
     label = np.arange(4, dtype=np.int64)
     out = np.empty(4, dtype=np.int64)
     counts = {}
     for epoch in range(12_000):
-        nb.shuffle_labels(np.uint64(987654321), epoch, label, out)
+        alg.shuffle_labels(np.uint64(987654321), epoch, label, out)
         counts[tuple(out)] = counts.get(tuple(out), 0) + 1
     assert len(counts) == 24
     assert chisquare(list(counts.values())).pvalue > 1e-3
@@ -442,13 +480,13 @@ def test_shuffle_is_a_uniform_permutation_and_batches_are_sorted():
     lab = np.repeat(np.arange(4), counts_b)
     keys = np.array([11, 12], dtype=np.uint64)
     order = np.zeros((2, 103), dtype=np.int64)
-    nb.batch_orders(keys, 5, np.array([0, 1]), lab, bounds, members, order)
+    alg.batch_orders(keys, 5, np.array([0, 1]), lab, bounds, members, order)
     for g in range(2):
         assert np.array_equal(np.sort(order[g]), members[g])
         for b in range(4):
             assert np.all(np.diff(order[g, bounds[b]:bounds[b + 1]]) > 0)
     again = np.zeros_like(order)
-    nb.batch_orders(keys, 5, np.array([1]), lab, bounds, members, again)
+    alg.batch_orders(keys, 5, np.array([1]), lab, bounds, members, again)
     assert np.array_equal(again[1], order[1])            # a group's batches: its own stream
-    nb.batch_orders(keys, 6, np.array([1]), lab, bounds, members, again)
+    alg.batch_orders(keys, 6, np.array([1]), lab, bounds, members, again)
     assert not np.array_equal(again[1], order[1])        # a new epoch, new batches

@@ -91,42 +91,6 @@ def load_subsets(path) -> dict[tuple[int, int], np.ndarray]:
     return out
 
 
-def limit_threads(n: int) -> None:
-    """Run this job's numerical code on ``n`` threads (Snakemake's ``threads``).
-
-    Environment variables reach libraries loaded later (torch reads
-    OMP_NUM_THREADS when first imported); threadpoolctl limits the BLAS that
-    numpy has already loaded.
-    """
-    n = max(1, int(n))
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[var] = str(n)
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(n)
-    if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(n)
-
-
-@contextlib.contextmanager
-def torch_threads(n: int | None):
-    """Run torch on ``n`` intra-op threads inside the block, restoring the
-    setting afterwards (None: leave it). Small tensors gain nothing from
-    threads, and on shared cores torch's barriers stall (a fit measured
-    15-18x slower with 2 threads on a loaded 2-core machine)."""
-    import torch
-
-    if n is None:
-        yield
-        return
-    old = torch.get_num_threads()
-    torch.set_num_threads(int(n))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(old)
-
-
 def optional_input(value) -> str | None:
     """A Snakemake named input that is one path or empty: the path or None."""
     if not value:

@@ -39,6 +39,7 @@ import torch.nn.functional as F
 
 from . import models
 from .recipes import RECIPES, get_recipe, lr_at, recipe_names, validate_recipe
+from .runtime import resolve_device, set_torch_threads
 
 __all__ = [
     "RECIPES", "get_recipe", "validate_recipe", "lr_at", "recipe_names",
@@ -49,44 +50,6 @@ __all__ = [
 MODEL_FORMAT = "fitontest-model-v1"
 CHECKPOINT_FORMAT = "fitontest-checkpoint-v1"
 LOG_FIELDS = ("epoch", "loss", "accuracy", "lr", "seconds")
-
-
-# --------------------------------------------------------------------------- device
-
-def resolve_device(device: str | torch.device = "auto") -> torch.device:
-    """``"auto"`` → CUDA when available, else CPU; ``"cpu"``; ``"cuda"``/``"cuda:N"``.
-
-    Asking for CUDA where it is unavailable raises ``RuntimeError`` saying so.
-    """
-    if isinstance(device, torch.device):
-        name = str(device)
-    elif isinstance(device, str):
-        name = device.strip().lower()
-    else:
-        raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:N]', got {device!r}")
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        dev = torch.device(name)
-    except RuntimeError:
-        raise ValueError(f"unknown device {device!r}; use 'auto', 'cpu' or 'cuda[:N]'") from None
-    if dev.type == "cpu":
-        return dev
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            built = "without CUDA support" if torch.version.cuda is None else "but no GPU is visible"
-            raise RuntimeError(
-                f"device {device!r} requested but CUDA is not available (torch {torch.__version__} "
-                f"is built {built}); use device 'auto' or 'cpu'")
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            raise RuntimeError(f"device {device!r} requested but only "
-                               f"{torch.cuda.device_count()} CUDA device(s) are visible")
-        return dev
-    if dev.type == "mps":
-        if not torch.backends.mps.is_available():
-            raise RuntimeError(f"device {device!r} requested but MPS is not available")
-        return dev
-    raise ValueError(f"unsupported device {device!r}; use 'auto', 'cpu' or 'cuda[:N]'")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -210,13 +173,6 @@ def _build_model(model_name: str, num_classes: int, init_seed: int) -> torch.nn.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(init_seed)
         return models.get(model_name, num_classes=num_classes)
-
-
-def _set_threads(num_threads: int | None) -> None:
-    if num_threads is not None:
-        if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
-            raise ValueError(f"num_threads must be a positive integer, got {num_threads!r}")
-        torch.set_num_threads(num_threads)
 
 
 def _progress(total: int, desc: str, enabled: bool):
@@ -450,7 +406,7 @@ def export_logits(model_path: str | os.PathLike, source_or_arrays, indices=None,
     ``logits`` (N, K) float32, ``labels`` (N,) int64 and ``indices`` (N,) int64,
     in the order of ``indices``; returns ``out_path``.
     """
-    _set_threads(num_threads)
+    set_torch_threads(num_threads)
     if out_path is None:
         raise ValueError("out_path is required")
     out_path = Path(out_path)

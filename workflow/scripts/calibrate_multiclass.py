@@ -2,7 +2,8 @@
 import numpy as np
 
 from fitontest import multiclass, tasks
-from fitontest.io import limit_threads, load_npz, save_npz, script_logger
+from fitontest.io import load_npz, save_npz, script_logger
+from fitontest.runtime import limit_threads
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)

@@ -4,7 +4,8 @@ from pathlib import Path
 import pandas as pd
 
 from fitontest.experiment import calibrator_rows
-from fitontest.io import limit_threads, load_npz, save_parquet, script_logger
+from fitontest.io import load_npz, save_parquet, script_logger
+from fitontest.runtime import limit_threads
 from fitontest.schema import CALIBRATOR_COLUMNS
 
 log = script_logger(snakemake.log[0])

@@ -1,7 +1,8 @@
 """Rules collect_scores / synthetic_collect: per-job score files in one tidy table."""
 import pandas as pd
 
-from fitontest.io import limit_threads, save_parquet, script_logger
+from fitontest.io import save_parquet, script_logger
+from fitontest.runtime import limit_threads
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)

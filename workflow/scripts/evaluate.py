@@ -1,6 +1,7 @@
 """Rule evaluate: one evaluator on every test subset of every (task, calibrator) of a network."""
 from fitontest.experiment import family_params, score_evaluator, tidy
-from fitontest.io import limit_threads, load_npz, load_subsets, save_parquet, script_logger
+from fitontest.io import load_npz, load_subsets, save_parquet, script_logger
+from fitontest.runtime import limit_threads
 from fitontest.schema import SCORE_COLUMNS
 
 log = script_logger(snakemake.log[0])

@@ -3,7 +3,8 @@ import numpy as np
 
 from fitontest import train
 from fitontest.data import sources, split
-from fitontest.io import atomic_path, limit_threads, load_npz, script_logger
+from fitontest.io import atomic_path, load_npz, script_logger
+from fitontest.runtime import limit_threads
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)

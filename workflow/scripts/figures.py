@@ -1,8 +1,9 @@
 """Rule figures: reliability diagrams, fit-on-test maps, rankings and summaries."""
 import pandas as pd
 
+from fitontest.io import load_npz, optional_input, script_logger
 from fitontest.report.figures.output import write_all_figures, write_default_figures
-from fitontest.io import limit_threads, load_npz, optional_input, script_logger
+from fitontest.runtime import limit_threads
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)

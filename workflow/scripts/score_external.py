@@ -1,6 +1,7 @@
 """Rule score_external: score the output of an external evaluator rule."""
 from fitontest.experiment import score_external, tidy
-from fitontest.io import limit_threads, load_npz, load_subsets, save_parquet, script_logger
+from fitontest.io import load_npz, load_subsets, save_parquet, script_logger
+from fitontest.runtime import limit_threads
 from fitontest.schema import SCORE_COLUMNS
 
 log = script_logger(snakemake.log[0])

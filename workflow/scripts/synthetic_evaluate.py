@@ -1,6 +1,7 @@
 """Rule synthetic_evaluate: one evaluator on one synthetic shape, every level/size/seed."""
 from fitontest.experiment import family_params
-from fitontest.io import limit_threads, save_parquet, script_logger
+from fitontest.io import save_parquet, script_logger
+from fitontest.runtime import limit_threads
 from fitontest.synthetic_study import score_shape
 
 log = script_logger(snakemake.log[0])

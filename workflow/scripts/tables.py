@@ -1,8 +1,9 @@
 """Rule tables: every paper table (CSV, Markdown, LaTeX, CD diagrams) from the tidy result files."""
 import pandas as pd
 
+from fitontest.io import optional_input, script_logger
 from fitontest.report.write import write_all
-from fitontest.io import limit_threads, optional_input, script_logger
+from fitontest.runtime import limit_threads
 from fitontest.schema import CALIBRATOR_COLUMNS, SCORE_COLUMNS
 
 log = script_logger(snakemake.log[0])

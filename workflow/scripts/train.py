@@ -3,7 +3,8 @@ from pathlib import Path
 
 from fitontest import train
 from fitontest.data import sources, split
-from fitontest.io import limit_threads, script_logger
+from fitontest.io import script_logger
+from fitontest.runtime import limit_threads
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)

@@ -43,7 +43,7 @@ import numpy as np
 
 from ..selection import complexity_rule, kfold_indices
 from . import CalibrationFamily, register
-from ._threads import single_blas_thread
+from ..runtime import blas_threads
 
 #: pwlf's own ``differential_evolution`` settings: used for the final fit
 DE_SETTINGS = dict(strategy="best1bin", maxiter=1000, popsize=50, tol=1e-3,
@@ -291,7 +291,7 @@ class PiecewiseDEFamily(CalibrationFamily):
         self.seed = seed
 
     def _fit(self, s, y):
-        with single_blas_thread():
+        with blas_threads(1):
             self._fit_cv(s, y)
 
     def _fit_cv(self, s, y):

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..selection import complexity_rule, kfold_indices
 from . import CalibrationFamily, register
-from ._threads import single_blas_thread
+from ..runtime import blas_threads
 
 RUNOUTS = ("natural", "parabolic", "cubic")
 _MIN_KNOTS = {"natural": 2, "parabolic": 3, "cubic": 4}
@@ -153,7 +153,7 @@ class SplineFamily(CalibrationFamily):
         return np.arange(lo, int(self.max_knots) + 1)
 
     def _fit(self, s, y):
-        with single_blas_thread():
+        with blas_threads(1):
             self._fit_cv(s, y)
 
     def _fit_cv(self, s, y):

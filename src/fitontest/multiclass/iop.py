@@ -43,7 +43,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..io import torch_threads
+from ..runtime import torch_threads
 from . import register
 from .base import MultiClassCalibrator, minimize_lbfgs, warn_not_converged
 

@@ -1,4 +1,4 @@
-"""PL and PL3: the paper's piecewise-linear calibration-map families (METHODS.md §4).
+"""The PL / PL3 calibration-map families: the estimator (docs/methods.md §4).
 
 - ``pl_ce`` / ``pl_mse``: continuous piecewise-linear map in probability space,
   heights ``sigmoid(eta)`` at knots ``0 = t_0 < ... < t_{k+1} = 1``;
@@ -11,33 +11,13 @@ number of pieces k + 1 is chosen by 10-fold cross-validation over
 k = 0 .. min(n // 200, 15) interior knots, scored by the held-out squared
 error, with the 0.1 % complexity rule; the prediction is the average of the
 10 fold models at the chosen k (no refit). All folds x all k are trained at
-once by :mod:`fitontest.families._pl_batched` (fused numba kernels on the CPU,
+once by :class:`.trainer.BatchedTrainer` (fused numba kernels on the CPU,
 one batched torch program on CUDA).
 
-Choices where METHODS.md is silent (to be listed in config/README.md):
+Choices where the paper is silent (docs/methods.md §4); those of the
+training (early stopping monitor, mini-batches, loss clipping, PL3 knots and
+initialisation) are stated with the code in :mod:`.algorithm`:
 
-- training loss monitored for early stopping: the mean of the epoch's
-  mini-batch losses (each computed before its step), as Keras'
-  ``EarlyStopping(monitor="loss")`` of the paper's code; "not decreased" means
-  not below the best value so far; the parameters at the stopping epoch are
-  kept (no restore of the best epoch);
-- mini-batches: every epoch each fold's training points are shuffled and cut
-  into 4 nearly equal batches (``numpy.array_split``: sizes n_train // 4 or
-  n_train // 4 + 1, every point once per epoch; no tiny remainder batch);
-- cross-entropy: PL clips c_hat to [1e-16, 1 - 1e-16] (as the paper's code);
-  PL3 caps each point's loss at -log(1e-16) (the same clip on the
-  probability), its gradient taken exactly from the logit;
-- PL3 knots: gaps in probability space (softmax) mapped through logit, as in
-  the paper's code; heights start equal to the knot positions (the identity,
-  METHODS.md), so the end heights start at +-36.84. With lr 0.01 a one-piece
-  PL3 whose slope must change moves slowly (the slope is the difference of two
-  far end heights over 73.7): on Beta(2, 2) scores with true logistic slope
-  0.5 it is at slope 0.80 after 1500 epochs. This is the method as specified;
-  no change was made for speed or convergence;
-- initial knot gaps are floored at 1e-16 (ties among scores); the PL identity
-  initialisation is exact only between the first and the last interior knot
-  when they lie in [1e-3, 1 - 1e-3]: the end heights are sigmoid(+-logit(1e-3)),
-  so everywhere |c_hat(s) - s| <= 1e-3 before training;
 - held-out score of a fold model: mean (c_hat(s) - y)^2 over the held-out fold;
   the CV score of a k is the mean over folds;
 - ``selection="sweep"``: fit every k = 0 .. max_knots once on all points
@@ -50,10 +30,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..selection import complexity_rule, kfold_indices
-from ..validation import logit
-from . import CalibrationFamily, register
-from ._pl_batched import BACKENDS, BatchedTrainer, evaluate_map
+from ...selection import complexity_rule, kfold_indices
+from ...validation import logit
+from .. import CalibrationFamily, register
 
 _SPACES = ("prob", "logit")
 _LOSSES = ("ce", "mse")
@@ -151,13 +130,17 @@ class PiecewiseLinearFamily(CalibrationFamily):
             raise ValueError(f"patience must be an integer >= 1, got {self.patience!r}")
         if self.device not in ("cpu", "cuda", "auto"):
             raise ValueError(f"device must be 'cpu', 'cuda' or 'auto', got {self.device!r}")
+        from .trainer import BACKENDS
+
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
         if self.n_threads is not None and (not isinstance(self.n_threads, (int, np.integer))
                                            or self.n_threads < 1):
             raise ValueError(f"n_threads must be None or an integer >= 1, got {self.n_threads!r}")
 
-    def _trainer(self) -> BatchedTrainer:
+    def _trainer(self):
+        from .trainer import BatchedTrainer
+
         return BatchedTrainer(space=self.space, loss=self.loss, lr=float(self.lr),
                               max_epochs=int(self.max_epochs), patience=int(self.patience),
                               seed=int(self.seed), device=self.device,
@@ -227,3 +210,15 @@ class PiecewiseLinearFamily(CalibrationFamily):
         for knots, heights in zip(self.knots_, self.heights_):
             out += evaluate_map(self.space, knots, heights, s, x=x)
         return out / self.knots_.shape[0]
+
+
+def evaluate_map(space: str, knots: np.ndarray, heights: np.ndarray, s: np.ndarray,
+                 x: np.ndarray | None = None) -> np.ndarray:
+    """Calibrated probabilities of one PL (``space="prob"``) or PL3
+    (``"logit"``) map at scores ``s``; ``x`` may pass a precomputed
+    ``logit(s)`` for PL3."""
+    if space == "prob":
+        return np.interp(s, knots, heights)
+    from scipy.special import expit
+
+    return expit(np.interp(logit(s) if x is None else x, knots, heights))
