@@ -172,18 +172,32 @@ def ce_interval(estimator_or_name, scores, labels, *, p: int = 1, level: float =
                               method=method)
 
 
+def batched(name: str) -> bool:
+    """Whether family ``name``'s replicates are computed in one pass (binning)."""
+    return families.entry(name) is BinningFamily
+
+
 def interval_settings(name: str, config: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """Keyword arguments of :func:`bootstrap_interval` for family ``name`` from an
-    ``interval`` config block, or None where it is disabled (no block, or 0
-    replicates for this family)."""
+    ``interval`` config block, or None where it is disabled.
+
+    Replicates: ``per_family_n_boot[name]`` if given, else ``n_boot`` for
+    batched (binning) families and ``refit_n_boot`` for every other family
+    (which costs that many fits); 0 disables.
+    """
     if not config:
         return None
-    n_boot = int((config.get("per_family_n_boot") or {}).get(name, config.get("n_boot", 0)))
-    if n_boot <= 0:
+    per_family = config.get("per_family_n_boot") or {}
+    if name in per_family:
+        n_boot = per_family[name]
+    else:
+        n_boot = config.get("n_boot", 200) if batched(name) else config.get("refit_n_boot", 0)
+    if int(n_boot) <= 0:
         return None
-    return {"level": float(config.get("level", 0.9)), "n_boot": n_boot,
+    return {"level": float(config.get("level", 0.9)), "n_boot": int(n_boot),
             "method": config.get("method", "basic")}
 
 
 __all__ = ["CEInterval", "METHODS", "ce_interval", "bootstrap_interval", "bootstrap_indices",
-           "replicate_estimates", "refit_replicates", "interval_from", "interval_settings"]
+           "replicate_estimates", "refit_replicates", "interval_from", "interval_settings",
+           "batched"]
