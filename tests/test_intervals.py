@@ -157,3 +157,12 @@ def test_coverage_monte_carlo_synthetic(capsys):
     assert cov[("basic", 0.05)] >= 0.75
     assert cov[("percentile", 0.05)] >= 0.75
     assert cov[("basic", 0.0)] > cov[("percentile", 0.0)] + 0.3
+
+
+def test_metrics_reexports_the_interval_api():
+    from fitontest import intervals
+
+    assert metrics.ce_interval is intervals.ce_interval
+    assert metrics.CEInterval is intervals.CEInterval
+    with pytest.raises(AttributeError):
+        metrics.no_such_name
