@@ -26,6 +26,9 @@ def test_score_rows_by_hand():
     assert row["cmee"] == pytest.approx((0.05 + 0.1 + 0.2 + 0.1) / 4)
     assert row["cmee_subset"] == pytest.approx((0.1 + 0.1) / 2)
     assert row["cmee_sq"] == pytest.approx((0.0025 + 0.01 + 0.04 + 0.01) / 4)
+    # population CE over the whole hold-out; no interval given -> NaN columns
+    assert row["true_ce_pop"] == pytest.approx((0.1 + 0.0 + 0.2 + 0.2) / 4)
+    assert np.isnan(row["ce_lo"]) and np.isnan(row["ce_hi"]) and np.isnan(row["ci_level"])
 
 
 def test_estimate_only_rows_have_no_cmee():
@@ -34,6 +37,37 @@ def test_estimate_only_rows_have_no_cmee():
            "ce_est_debiased_sq": np.nan}
     (row,) = score_rows(None, est, hold, np.arange(5), {"t": hold})
     assert np.isnan(row["cmee"]) and row["true_ce"] == 0 and row["ce_error"] == 0.1
+
+
+def test_score_evaluator_interval_columns():
+    """Binning evaluator: an interval per subset, equal to ce_interval on that
+    subset with the documented seed, the same for every truth; a refitted
+    family with refit_n_boot 0: NaN. true_ce_pop: the hold-out mean, per truth."""
+    from fitontest.experiment import score_evaluator
+    from fitontest.intervals import ce_interval
+
+    rng = np.random.default_rng(3)
+    hold = rng.beta(2, 5, 4000)
+    labels = (rng.random(4000) < hold ** 0.8).astype(np.int8)
+    truths = {"a": hold ** 0.8, "b": np.sqrt(hold)}
+    subsets = {(500, 0): np.arange(500), (800, 1): np.arange(1000, 1800)}
+    cfg = {"level": 0.8, "n_boot": 40, "refit_n_boot": 0, "method": "basic"}
+    df = pd.concat([score_evaluator(ev, {}, hold, labels, truths, subsets, interval=cfg,
+                                    interval_seed=9) for ev in ("ece_es15", "platt")])
+    for truth, c in truths.items():
+        assert np.allclose(df[df.truth == truth].true_ce_pop, np.abs(hold - c).mean())
+    binned = df[df.evaluator == "ece_es15"]
+    assert (binned.ci_level == 0.8).all() and (binned.ce_lo <= binned.ce_hi).all()
+    for (size, seed), pos in subsets.items():
+        ci = ce_interval("ece_es15", hold[pos], labels[pos], level=0.8, n_boot=40,
+                         seed=[9, size, seed])
+        rows = binned[(binned["size"] == size) & (binned.seed == seed)]
+        assert len(rows) == 2 and (rows.ce_lo == ci.lo).all() and (rows.ce_hi == ci.hi).all()
+        assert (rows.ce_used == ci.estimate).all()
+    platt = df[df.evaluator == "platt"]
+    assert platt[["ce_lo", "ce_hi", "ci_level"]].isna().all().all()
+    assert list(tidy(df, SCORE_COLUMNS, arch="a", task="t", calibrator="c").columns) \
+        == SCORE_COLUMNS
 
 
 def _external_setup():
@@ -55,6 +89,8 @@ def test_score_external_with_map_computes_estimate_itself():
     assert r.ce_est == pytest.approx(np.mean(np.abs(0.8 * hold[pos] - hold[pos])))
     assert r.cmee == pytest.approx(np.mean(np.abs(0.8 * hold - hold ** 2)))
     assert np.isnan(r.hyper)
+    assert np.isnan(r.ce_lo) and np.isnan(r.ce_hi) and np.isnan(r.ci_level)
+    assert r.true_ce_pop == pytest.approx(np.mean(np.abs(hold - hold ** 2)))
 
 
 def test_score_external_errors_name_the_problem():

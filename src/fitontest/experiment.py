@@ -62,14 +62,25 @@ def estimates(fam, s: np.ndarray) -> dict[str, float]:
     return out
 
 
+def interval_columns(ci) -> dict[str, float]:
+    """``ce_lo``, ``ce_hi``, ``ci_level`` of a :class:`~fitontest.intervals.CEInterval`;
+    all NaN where no interval was computed (``ci`` None)."""
+    if ci is None:
+        return {"ce_lo": np.nan, "ce_hi": np.nan, "ci_level": np.nan}
+    return {"ce_lo": float(ci.lo), "ce_hi": float(ci.hi), "ci_level": float(ci.level)}
+
+
 def score_rows(c_hat_holdout: np.ndarray | None, est: Mapping[str, float],
                holdout_scores: np.ndarray, positions: np.ndarray,
-               truths: Mapping[str, np.ndarray]) -> list[dict[str, float]]:
+               truths: Mapping[str, np.ndarray], interval=None) -> list[dict[str, float]]:
     """One row per truth estimator for one fitted evaluator.
 
     ``c_hat_holdout`` is the evaluator's map on every hold-out score (None for
     estimate-only evaluators); ``positions`` index the fitting subset in the
-    hold-out; ``truths`` map truth names to c(s) on the hold-out.
+    hold-out; ``truths`` map truth names to c(s) on the hold-out; ``interval``
+    the bootstrap interval of the L1 estimate on the subset, or None.
+    ``true_ce_pop`` is the population CE the interval targets: mean |s - c(s)|
+    over the whole hold-out.
     """
     s_sub = holdout_scores[positions]
     ce_used, ce_used_sq = used_estimates(est)
@@ -77,7 +88,9 @@ def score_rows(c_hat_holdout: np.ndarray | None, est: Mapping[str, float],
     for truth, c_true in truths.items():
         c_sub = c_true[positions]
         row = {"truth": truth, **est, "ce_used": ce_used, "ce_used_sq": ce_used_sq,
-               "true_ce": mean_abs(s_sub - c_sub, 1), "true_ce_sq": mean_abs(s_sub - c_sub, 2)}
+               "true_ce": mean_abs(s_sub - c_sub, 1), "true_ce_sq": mean_abs(s_sub - c_sub, 2),
+               **interval_columns(interval),
+               "true_ce_pop": mean_abs(holdout_scores - c_true, 1)}
         row["ce_error"] = abs(ce_used - row["true_ce"])
         row["ce_error_sq"] = abs(ce_used_sq - row["true_ce_sq"])
         if c_hat_holdout is None:
@@ -91,13 +104,31 @@ def score_rows(c_hat_holdout: np.ndarray | None, est: Mapping[str, float],
     return rows
 
 
+def subset_interval(name: str, fam, s: np.ndarray, y: np.ndarray, est: Mapping[str, float],
+                    interval: Mapping[str, Any] | None, seed: list[int]):
+    """Bootstrap interval of a fitted evaluator's L1 estimate on its subset, as the
+    ``interval`` config block says for family ``name`` (None where disabled);
+    ``seed`` makes each subset's resamples its own."""
+    from .intervals import bootstrap_interval, interval_settings
+
+    settings = interval_settings(name, interval)
+    if settings is None:
+        return None
+    return bootstrap_interval(fam, s, y, est, p=1, seed=seed, **settings)
+
+
 def score_evaluator(name: str, params: Mapping[str, Any] | None, holdout_scores: np.ndarray,
                     holdout_labels: np.ndarray, truths: Mapping[str, np.ndarray],
-                    subsets: Mapping[tuple[int, int], np.ndarray], log=None) -> pd.DataFrame:
+                    subsets: Mapping[tuple[int, int], np.ndarray], log=None, *,
+                    interval: Mapping[str, Any] | None = None,
+                    interval_seed: int = 0) -> pd.DataFrame:
     """Fit evaluator ``name`` on every (size, seed) subset of the hold-out and score it.
 
-    Returns rows with (evaluator, size, seed, truth) and every value column of
-    ``schema.SCORE_VALUES``; the caller adds (arch, task, calibrator).
+    ``interval``: the ``evaluation.interval`` config block (None: no
+    intervals); the resamples of subset (size, seed) are seeded by
+    ``[interval_seed, size, seed]``. Returns rows with (evaluator, size, seed,
+    truth) and every value column of ``schema.SCORE_VALUES``; the caller adds
+    (arch, task, calibrator).
     """
     holdout_scores = np.asarray(holdout_scores, dtype=np.float64)
     holdout_labels = np.asarray(holdout_labels)
@@ -106,12 +137,17 @@ def score_evaluator(name: str, params: Mapping[str, Any] | None, holdout_scores:
         s, y = holdout_scores[pos], holdout_labels[pos]
         fam, seconds = fit_family(name, s, y, params)
         c_hat = fam.predict(holdout_scores) if fam.provides_map else None
-        for row in score_rows(c_hat, estimates(fam, s), holdout_scores, pos, truths):
+        est = estimates(fam, s)
+        t0 = time.perf_counter()
+        ci = subset_interval(name, fam, s, y, est, interval, [interval_seed, size, seed])
+        ci_seconds = time.perf_counter() - t0
+        for row in score_rows(c_hat, est, holdout_scores, pos, truths, interval=ci):
             row.update(evaluator=name, size=int(size), seed=int(seed),
                        hyper=fam.chosen_hyperparameter(), fit_seconds=seconds)
             rows.append(row)
         if log:
-            log(f"{name}: size={size} seed={seed} fitted in {seconds:.2f}s")
+            log(f"{name}: size={size} seed={seed} fitted in {seconds:.2f}s"
+                + (f", interval in {ci_seconds:.2f}s" if ci is not None else ""))
     return pd.DataFrame(rows)
 
 
@@ -200,4 +236,5 @@ def tidy(frame: pd.DataFrame, columns: list[str], **keys: Any) -> pd.DataFrame:
 
 
 __all__ = ["family_params", "fit_family", "estimates", "score_rows", "score_evaluator",
+           "interval_columns", "subset_interval",
            "score_external", "calibrator_rows", "tidy", "SCORE_COLUMNS", "CALIBRATOR_COLUMNS"]

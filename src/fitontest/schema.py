@@ -30,6 +30,11 @@ SCORE_VALUES = [
     "cmee_sq",
     "cmee_subset",         # the same over the subset points only
     "cmee_subset_sq",
+    "ce_lo",               # bootstrap interval of ce_used (L1) on the subset; NaN where none
+    "ce_hi",
+    "ci_level",            # its nominal level; NaN where no interval was computed
+    "true_ce_pop",         # population CE the interval targets (pseudo-real: mean |s - c(s)|
+                           # over the whole hold-out; synthetic: the exact CE level)
     "hyper",               # chosen hyper-parameter (bins, pieces, ...) or NaN
     "fit_seconds",
 ]

@@ -12,19 +12,26 @@ import numpy as np
 import pandas as pd
 
 from .data import synthetic
-from .experiment import estimates, fit_family, mean_abs, used_estimates
+from .experiment import (estimates, fit_family, interval_columns, mean_abs, subset_interval,
+                         used_estimates)
 from .schema import SYNTHETIC_COLUMNS
 
 
 def score_shape(evaluator: str, params: Mapping[str, Any] | None, shape: str,
                 ce_levels: Iterable[float], sizes: Iterable[int], seeds: Iterable[int],
-                n_test: int = 1_000_000, test_seed: int = 0, log=None) -> pd.DataFrame:
+                n_test: int = 1_000_000, test_seed: int = 0, log=None, *,
+                interval: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """Fit ``evaluator`` on every (CE level, size, seed) sample of ``shape``.
 
     CMEE is measured on a separate test sample of ``n_test`` points whose true
     calibrated probabilities are known exactly (no numerical inversion: the
     sample is drawn in c and mapped forward). The true CE of a fitting sample
-    is mean |p_i - c_i| with its exact c_i.
+    is mean |p_i - c_i| with its exact c_i; the population CE
+    (``true_ce_pop``) is the level itself, exactly: c ~ U(0, 1) gives
+    E|f_a(c) - c| = a E|f(c) - c| = CE (:mod:`fitontest.data.synthetic`).
+    ``interval``: the ``synthetic.interval`` config block (None: no
+    intervals); resamples of (level, size, seed) are seeded by
+    ``[test_seed, size, seed]`` (paired across levels, as the samples are).
     """
     rows = []
     for ce in ce_levels:
@@ -34,11 +41,14 @@ def score_shape(evaluator: str, params: Mapping[str, Any] | None, shape: str,
                 p, y, c = synthetic.sample(shape, ce, size, seed)
                 fam, seconds = fit_family(evaluator, p, y, params)
                 est = estimates(fam, p)
+                ci = subset_interval(evaluator, fam, p, y, est, interval,
+                                     [test_seed, size, seed])
                 ce_used, ce_used_sq = used_estimates(est)
                 row = {"shape": shape, "ce_level": float(ce), "evaluator": evaluator,
                        "size": int(size), "seed": int(seed), "truth": "exact", **est,
                        "ce_used": ce_used, "ce_used_sq": ce_used_sq,
                        "true_ce": mean_abs(p - c, 1), "true_ce_sq": mean_abs(p - c, 2),
+                       **interval_columns(ci), "true_ce_pop": float(ce),
                        "hyper": fam.chosen_hyperparameter(), "fit_seconds": seconds}
                 row["ce_error"] = abs(ce_used - row["true_ce"])
                 row["ce_error_sq"] = abs(ce_used_sq - row["true_ce_sq"])

@@ -19,6 +19,7 @@ rule evaluate:
         pairs=[(t, c) for t in TASKS for c in EVAL_CALIBRATORS],
         family_params=lambda w: config["family_params"].get(w.evaluator, {}),
         seed=config["seed"],
+        interval=config["evaluation"]["interval"],
     resources:
         mem_mb=8000,
     conda:

@@ -16,5 +16,6 @@ for (task, cal), cal_path, truth_path, out in zip(snakemake.params.pairs,
     d = load_npz(cal_path)
     log.info("%s / %s", task, cal)
     rows = score_evaluator(w.evaluator, params, d["holdout_scores"], d["holdout_labels"],
-                           load_npz(truth_path), subsets, log=log.info)
+                           load_npz(truth_path), subsets, log=log.info,
+                           interval=snakemake.params.interval, interval_seed=snakemake.params.seed)
     save_parquet(tidy(rows, SCORE_COLUMNS, arch=w.arch, task=task, calibrator=cal), out)
