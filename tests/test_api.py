@@ -108,7 +108,6 @@ def test_bad_input_raises_a_named_error(probs, labels, kw, match):
         fitontest.evaluate(probs, labels, **kw)
 
 
-@pytest.mark.skipif(not hasattr(metrics, "ce_interval"), reason="metrics.ce_interval not merged")
 def test_interval_is_metrics_ce_interval():
     _, p, y = data(seed=4)
     s, yb = tasks.confidence(p, y)
