@@ -8,6 +8,7 @@ from fitontest.report.specs import build, spec_named
 from fitontest.schema import SCORE_COLUMNS, SCORE_VALUES, SYNTHETIC_COLUMNS
 
 CI_COLUMNS = ["ce_lo", "ce_hi", "ci_level", "true_ce_pop"]
+assert set(CI_COLUMNS) <= set(SCORE_COLUMNS) and set(CI_COLUMNS) <= set(SYNTHETIC_COLUMNS)
 
 
 def clopper_pearson(k, n, level=0.95):
@@ -35,7 +36,7 @@ def frame_with_intervals():
                                  seed=seed, truth="isotonic", ce_lo=lo, ce_hi=hi, ci_level=0.9,
                                  true_ce_pop=t)
                         rows.append(r)
-    return pd.DataFrame(rows)[SCORE_COLUMNS + CI_COLUMNS]
+    return pd.DataFrame(rows)[SCORE_COLUMNS]
 
 
 def test_coverage_by_design_and_binomial_interval():
@@ -61,7 +62,7 @@ def test_coverage_tables_written_only_with_interval_columns(tmp_path):
     f = frame_with_intervals()
     names = {p.name for p in write.write_all(f, None, tmp_path / "a", cd_diagrams=False)}
     assert {"coverage_ovr.md", "coverage_confidence.ci.csv", "coverage_ovr__isotonic.md"} <= names
-    names = {p.name for p in write.write_all(f[SCORE_COLUMNS], None, tmp_path / "b",
+    names = {p.name for p in write.write_all(f.drop(columns=CI_COLUMNS), None, tmp_path / "b",
                                              cd_diagrams=False)}
     assert not any(n.startswith("coverage") for n in names)
     assert "table3_cmee.md" in names
@@ -78,7 +79,7 @@ def test_synthetic_coverage():
                     r.update(shape=shape, ce_level=lvl, evaluator=ev, size=1000, seed=seed,
                              truth="exact", ce_lo=lo, ce_hi=hi, ci_level=0.9, true_ce_pop=lvl)
                     rows.append(r)
-    syn = pd.DataFrame(rows)[SYNTHETIC_COLUMNS + CI_COLUMNS]
+    syn = pd.DataFrame(rows)[SYNTHETIC_COLUMNS]
     t = build(spec_named("synthetic_coverage"), {"synthetic": syn}, "exact")
     np.testing.assert_allclose(t.values.loc[1000].to_numpy(), [100.0, 0.0])
     assert (t.n_units == 24).all().all()
