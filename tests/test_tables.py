@@ -308,3 +308,16 @@ def test_main_tables_as_html_match_the_markdown(tmp_path):
     sections = [r[0][1] for r in rows if len(r) == 1]
     assert sections == ["overall", "by model", "by size", "by task"]
     assert html_rows[-1][0][1] == "avg. rank"
+
+
+def test_report_groups_of_table_names():
+    from fitontest.report.html_table import report_group, title
+
+    assert [report_group(n) for n in ("table2_ceac", "table3_cmee_sq_by_size",
+                                      "table4_spearman_confidence", "synthetic_cmee",
+                                      "synthetic_coverage", "coverage_ovr",
+                                      "hyper_mean_by_size")] == [
+        "Table 2", "Table 3", "Table 4", "Synthetic study", "Interval coverage",
+        "Interval coverage", "Hyper-parameters"]
+    assert title("table4_ce_error_ovr") == "Table 4 (table4_ce_error_ovr)"
+    assert title("synthetic_cmee") == "synthetic_cmee"
