@@ -235,3 +235,89 @@ def test_write_all_naming_every_evaluator_and_robustness(tmp_path):
     std = pd.read_csv(out / "table3_cmee_std.csv")
     assert std[["A", "B", "D"]].isna().all().all()
     assert "–" in (out / "table4_spearman_ovr.md").read_text()
+
+
+def test_paper_ranked_calibrators_are_the_config_default():
+    """PAPER_RANKED_CALIBRATORS is the one source; the schema default and the
+    shipped configs carry it as data."""
+    import yaml
+
+    from conftest import REPO, load_config
+
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    default = schema["properties"]["evaluation"]["properties"]["ranked_calibrators"]["default"]
+    assert tuple(default) == frames.PAPER_RANKED_CALIBRATORS
+    for name in ("config.yaml", "paper.yaml"):
+        got = load_config(name)["evaluation"]["ranked_calibrators"]
+        assert tuple(got) == frames.PAPER_RANKED_CALIBRATORS, name
+
+
+def _html_rows(text):
+    """(tag, text, bold, underlined) of every th/td cell, row by row, by the stdlib parser."""
+    from html.parser import HTMLParser
+
+    class P(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.rows, self.cell, self.open = [], None, []
+
+        def handle_starttag(self, tag, attrs):
+            self.open.append(tag)
+            if tag == "tr":
+                self.rows.append([])
+            elif tag in ("td", "th"):
+                self.cell = [tag, "", False, False]
+
+        def handle_endtag(self, tag):
+            self.open.pop()
+            if tag in ("td", "th"):
+                self.rows[-1].append(tuple(self.cell))
+                self.cell = None
+
+        def handle_data(self, data):
+            if self.cell is not None:
+                self.cell[1] += data
+                self.cell[2] |= "strong" in self.open
+                self.cell[3] |= "u" in self.open
+
+    p = P()
+    p.feed(text)
+    return p.rows
+
+
+def test_main_tables_as_html_match_the_markdown(tmp_path):
+    write.write_all(scores_frame(), calibrator_frame(), tmp_path, main_truth="isotonic")
+    assert (tmp_path / "table2_ceac.html").exists()
+    assert not list(tmp_path.glob("*__*.html"))              # only the main truth's tables
+    text = (tmp_path / "table3_cmee.html").read_text()
+    assert "<h2>Table 3 (table3_cmee)</h2>" in text
+    assert "CMEE of the evaluators on the hold-out" in text
+    rows = _html_rows(text)
+    md = [line for line in (tmp_path / "table3_cmee.md").read_text().splitlines()
+          if line.startswith("| ") and not line.startswith("| **")]   # no section rows
+    html_rows = [r for r in rows if len(r) > 1]
+    assert len(html_rows) == len(md)
+    for r, line in zip(html_rows, md):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        plain = [c.replace("**", "").replace("<u>", "").replace("</u>", "").strip("*")
+                 for c in cells]
+        assert [c[1] for c in r] == plain
+        assert [c[2] for c in r][1:] == [c.startswith("**") for c in cells][1:]
+        assert [c[3] for c in r][1:] == [c.startswith("<u>") for c in cells][1:]
+    # sections: one full-width row per section of Table 3
+    sections = [r[0][1] for r in rows if len(r) == 1]
+    assert sections == ["overall", "by model", "by size", "by task"]
+    assert html_rows[-1][0][1] == "avg. rank"
+
+
+def test_report_groups_of_table_names():
+    from fitontest.report.html_table import report_group, title
+
+    assert [report_group(n) for n in ("table2_ceac", "table3_cmee_sq_by_size",
+                                      "table4_spearman_confidence", "synthetic_cmee",
+                                      "synthetic_coverage", "coverage_ovr",
+                                      "hyper_mean_by_size")] == [
+        "Table 2", "Table 3", "Table 4", "Synthetic study", "Interval coverage",
+        "Interval coverage", "Hyper-parameters"]
+    assert title("table4_ce_error_ovr") == "Table 4 (table4_ce_error_ovr)"
+    assert title("synthetic_cmee") == "synthetic_cmee"

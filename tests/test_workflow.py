@@ -144,6 +144,28 @@ def test_tiny_run_calibrator_metrics_and_figures(tiny_run):
     assert list((tiny_run / "figures").glob("*.png"))
 
 
+def test_tiny_run_report_holds_tables_figures_and_findings(tiny_run):
+    """`snakemake --report` on the finished run: the HTML tables, CD diagrams,
+    figures and findings.md are embedded (as base64 data URIs)."""
+    import base64
+
+    workdir = tiny_run.parent.parent
+    report = workdir / "report.html"
+    out = run_snakemake(workdir, "--report", str(report), config=tiny_config())
+    assert out.returncode == 0, out.stderr[-3000:]
+    embedded = {name: (mime, base64.b64decode(data)) for mime, name, data in re.findall(
+        r"data:([\w/+.-]+);charset=[\w-]+;filename=([^;\"]+);base64,([A-Za-z0-9+/=]+)",
+        report.read_text(encoding="utf-8"))}
+    mime, page = embedded["table3_cmee.html"]
+    assert mime == "text/html"
+    assert b"Table 3" in page and b"CMEE of the evaluators" in page and b"<table>" in page
+    cd = [n for n in embedded if n.endswith(".cd.png")]
+    figures = [n for n in embedded if n.endswith(".png") and n not in cd]
+    assert cd and figures, sorted(embedded)
+    assert all(embedded[n][1].startswith(b"\x89PNG") for n in cd + figures)
+    assert b"# " in embedded["findings.md"][1]
+
+
 def test_tiny_run_is_deterministic_in_its_split(tiny_run, tmp_path):
     """Re-running the split rule alone gives the same subsets."""
     from fitontest.io import load_subsets

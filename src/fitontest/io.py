@@ -34,6 +34,20 @@ def atomic_path(path: str | os.PathLike, suffix: str | None = None) -> Iterator[
             os.unlink(tmp)
 
 
+def write_text(path, text: str, encoding: str = "utf-8") -> Path:
+    """Write ``text`` to ``path`` atomically; returns the path."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding=encoding)
+    return Path(path)
+
+
+def write_bytes(path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically; returns the path."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+    return Path(path)
+
+
 def save_npz(path, **arrays: np.ndarray) -> None:
     with atomic_path(path, suffix=".npz") as tmp:
         np.savez(tmp, **arrays)
@@ -50,8 +64,7 @@ def save_parquet(frame, path) -> None:
 
 
 def save_json(obj: Any, path) -> None:
-    with atomic_path(path, suffix=".json") as tmp:
-        tmp.write_text(json.dumps(obj, indent=1, sort_keys=True))
+    write_text(path, json.dumps(obj, indent=1, sort_keys=True))
 
 
 def script_logger(log_path: str | os.PathLike | None, name: str = "fitontest") -> logging.Logger:

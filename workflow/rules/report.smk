@@ -1,6 +1,8 @@
 # Stage 6: the paper's tables (fitontest.report; with intervals, significance markers,
 # Friedman tests and critical-difference diagrams) and figures (fitontest.report.figures)
-# from the tidy result files.
+# from the tidy result files. `snakemake --report report.html` shows the main tables
+# (NAME.html, next to its NAME.cd.png), the figures and findings.md.
+from fitontest.report.html_table import report_group
 
 
 rule tables:
@@ -9,7 +11,9 @@ rule tables:
         calibrators=res("calibrators.parquet") if PSEUDO_REAL else [],
         synthetic=res("synthetic_scores.parquet") if SYNTHETIC["enabled"] else [],
     output:
-        directory(res("tables")),
+        report(directory(res("tables")), patterns=["{name}.html", "{name}.cd.png"],
+               category="Tables", subcategory=lambda w: report_group(w.name),
+               caption="../report/tables.rst"),
     log:
         logpath("report/tables.log"),
     params:

@@ -27,12 +27,12 @@ every hold-out logits/score file), not image indices.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Iterable
 
 import numpy as np
+
+from ..io import write_text
 
 SPLIT_KEYS = ("train", "val", "holdout")
 SUBSET_SALT = 1234
@@ -102,31 +102,18 @@ def _decode(key: str, v) -> np.ndarray:
 
 
 def write_split(path, split: dict, meta: dict | None = None) -> None:
-    """Write the split as JSON, atomically (temporary file + ``os.replace``).
+    """Write the split as JSON, atomically (:func:`fitontest.io.write_text`).
 
     Layout: ``{"meta": {...}, "sizes": {...}, "train": ..., "val": ..., "holdout": ...}``;
     an index array that is a consecutive range is stored as ``{"start", "stop"}``.
     """
-    path = Path(path)
     missing = [k for k in SPLIT_KEYS if k not in split]
     if missing:
         raise ValueError(f"split lacks part(s) {missing}; expected keys {list(SPLIT_KEYS)}")
     doc = {"meta": dict(meta or {}),
            "sizes": {k: int(np.asarray(split[k]).size) for k in SPLIT_KEYS}}
     doc.update({k: _encode(split[k]) for k in SPLIT_KEYS})
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(doc, fh, separators=(",", ":"))
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    write_text(path, json.dumps(doc, separators=(",", ":")) + "\n")
 
 
 def read_split(path) -> dict[str, np.ndarray]:

@@ -10,8 +10,14 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from ..tasks import CONFIDENCE
+
+#: The paper's six calibrators whose estimated vs true CE rankings give the
+#: Spearman tables (Table 4). The single source of this list: the config's
+#: ``evaluation.ranked_calibrators`` default (workflow/schemas/config.schema.yaml,
+#: config/config.yaml, config/paper.yaml) is data that tests/test_tables.py
+#: checks equals it.
 PAPER_RANKED_CALIBRATORS = ("beta", "vecs", "platt", "pl3_ce", "scaling_binning", "isotonic")
-CONFIDENCE_TASK = "confidence"
 TASK_WORDS = {"ovr": "one-vs-rest tasks", "confidence": "the confidence task", "all": "all tasks"}
 
 
@@ -30,7 +36,7 @@ def order(frame: pd.DataFrame, key: str) -> list:
             isinstance(v, (int, float, np.integer, np.floating)) for v in vals):
         return sorted(vals)
     if key == "task":
-        return [v for v in vals if v != CONFIDENCE_TASK] + [v for v in vals if v == CONFIDENCE_TASK]
+        return [v for v in vals if v != CONFIDENCE] + [v for v in vals if v == CONFIDENCE]
     if key == "calibrator" and "kind" in frame.columns:
         kind_rank = {"none": 0, "multiclass": 1, "binary": 2}
         first_kind = frame.drop_duplicates("calibrator").set_index("calibrator")["kind"]
@@ -60,7 +66,7 @@ def task_subset(frame: pd.DataFrame, tasks: str) -> pd.DataFrame:
         raise ValueError(f"tasks must be 'ovr', 'confidence' or 'all', got {tasks!r}")
     if tasks == "all" or frame.empty or "task" not in frame.columns:
         return frame
-    is_conf = frame["task"] == CONFIDENCE_TASK
+    is_conf = frame["task"] == CONFIDENCE
     return frame[~is_conf] if tasks == "ovr" else frame[is_conf]
 
 

@@ -34,9 +34,10 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..tasks import CONFIDENCE
 from . import coverage
 from .aggregate import aggregate, aggregate_units
-from .frames import (CONFIDENCE_TASK, TASK_WORDS, order, resolve_ranked_calibrators,
+from .frames import (TASK_WORDS, order, resolve_ranked_calibrators,
                      select_truth, spearman_by_group)
 from .stats import friedman, significance_markers
 from .table import Table, sections
@@ -53,8 +54,8 @@ UNIT_WORDS = {"arch": "model"}
 
 FILTERS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
     "all": lambda f: pd.Series(True, index=f.index),
-    "ovr": lambda f: f["task"] != CONFIDENCE_TASK,
-    "confidence": lambda f: f["task"] == CONFIDENCE_TASK,
+    "ovr": lambda f: f["task"] != CONFIDENCE,
+    "confidence": lambda f: f["task"] == CONFIDENCE,
     "binary": lambda f: f["kind"] == "binary",
 }
 

@@ -11,8 +11,10 @@ with the "avg. rank" row; ``NAME.ci.csv`` one line per cell with ``mean``,
 ``ci_lo``, ``ci_hi``, ``n_units``, ``best`` and ``not_worse`` (the markers);
 files a table does not have are not written. For the tables with a Friedman
 test (Table 2 CEAC, Table 3 CMEE, Table 4 CE error and Spearman) the main
-truth's critical-difference diagram is ``NAME.cd.{pdf,png}``. An ``index.md``
-listing every table is written last.
+truth's critical-difference diagram is ``NAME.cd.{pdf,png}``. The main
+truth's tables are also ``NAME.html`` (:mod:`fitontest.report.html_table`;
+what ``snakemake --report`` shows). An ``index.md`` listing every table is
+written last.
 
 Table names: ``table2_ceac``, ``table2_ceac_by_model`` (CEAC of every
 calibrator, rows = task, or (model, task)), ``table2_cmee_binary``,
@@ -37,36 +39,35 @@ from typing import Sequence
 
 import pandas as pd
 
-from ..io import atomic_path
+from ..io import write_text
 from .frames import truths
+from .html_table import table_html
 from .specs import build_tables
 from .table import Table, to_csv
 
 
-def _write_text(path: Path, text: str) -> Path:
-    with atomic_path(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-    return path
-
-
-def write_table(table: Table, out_dir, name: str | None = None) -> list[Path]:
+def write_table(table: Table, out_dir, name: str | None = None,
+                html: bool = False) -> list[Path]:
     """Write ``{name}.csv``, ``.ranks.csv`` (if ranked), ``.ci.csv`` (if it has
-    intervals), ``.md`` and ``.tex`` into ``out_dir`` atomically; returns the paths."""
+    intervals), ``.md``, ``.tex`` and, with ``html``, ``.html`` into ``out_dir``
+    atomically; returns the paths."""
     out_dir = Path(out_dir)
     name = name or table.name
-    paths = [_write_text(out_dir / f"{name}.csv", to_csv(table.values))]
+    paths = [write_text(out_dir / f"{name}.csv", to_csv(table.values))]
     ranks = table.ranks_with_average()
     if ranks is not None:
         r = ranks.copy()
         r.index.name = "group"
-        paths.append(_write_text(out_dir / f"{name}.ranks.csv", r.reset_index().to_csv(
+        paths.append(write_text(out_dir / f"{name}.ranks.csv", r.reset_index().to_csv(
             index=False, float_format="%.10g", na_rep="")))
     ci = table.intervals_long()
     if ci is not None:
-        paths.append(_write_text(out_dir / f"{name}.ci.csv", ci.to_csv(
+        paths.append(write_text(out_dir / f"{name}.ci.csv", ci.to_csv(
             index=False, float_format="%.10g", na_rep="")))
-    paths.append(_write_text(out_dir / f"{name}.md", table.to_markdown()))
-    paths.append(_write_text(out_dir / f"{name}.tex", table.to_latex()))
+    paths.append(write_text(out_dir / f"{name}.md", table.to_markdown()))
+    paths.append(write_text(out_dir / f"{name}.tex", table.to_latex()))
+    if html:
+        paths.append(write_text(out_dir / f"{name}.html", table_html(table)))
     return paths
 
 
@@ -114,7 +115,7 @@ def write_all(scores: pd.DataFrame | None, calibrators: pd.DataFrame | None, out
         for t in tables:
             paths.extend(write_table(t, out_dir, f"{t.name}__{truth}"))
             if is_main:
-                paths.extend(write_table(t, out_dir, t.name))
+                paths.extend(write_table(t, out_dir, t.name, html=True))
                 if cd_diagrams:
                     paths.extend(write_cd_diagram(t, out_dir))
             index.append(f"- `{t.name}__{truth}`{' (main: `' + t.name + '`)' if is_main else ''}: "
@@ -129,5 +130,5 @@ def write_all(scores: pd.DataFrame | None, calibrators: pd.DataFrame | None, out
     syn_main = _main(syn, "exact")
     for truth in syn:
         emit(build_tables(frames, truth, sources=("synthetic",)), truth, truth == syn_main)
-    paths.append(_write_text(out_dir / "index.md", "\n".join(index) + "\n"))
+    paths.append(write_text(out_dir / "index.md", "\n".join(index) + "\n"))
     return paths

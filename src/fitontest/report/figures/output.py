@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 
 from ...io import atomic_path
-from ..frames import CONFIDENCE_TASK, one_truth, order
+from ...tasks import CONFIDENCE
+from ..frames import one_truth, order
 from .maps import draw_fit_on_test, family_and_name, logit_logit_plot
 from .reliability import STYLES, reliability_diagram
 from .shapes import synthetic_shapes_figure
@@ -217,9 +218,9 @@ def write_all_figures(scores_df: pd.DataFrame | None, out_dir, *, models=None,
         measures = ("cmee", "ce_error", "spearman")
         paths += _summaries(scores_df, out_dir, "summary_by_size", truth, measures)
         tasks_present = set(scores_df["task"])
-        if tasks_present - {CONFIDENCE_TASK}:
+        if tasks_present - {CONFIDENCE}:
             paths += _summaries(scores_df, out_dir, "summary_by_size_ovr", truth, measures, "ovr")
-        if CONFIDENCE_TASK in tasks_present:
+        if CONFIDENCE in tasks_present:
             paths += _summaries(scores_df, out_dir, "summary_by_size_confidence", truth, measures,
                                 "confidence")
         f = one_truth(scores_df, truth)
