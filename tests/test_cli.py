@@ -149,7 +149,8 @@ def test_bench_ranks_a_user_module_reusing_finished_results(tmp_path):
     # the study ran before: only the new evaluator's jobs (and the collections) run
     assert job_counts(out) == {"evaluate": 1, "synthetic_evaluate": 1,
                                "collect_scores": 1, "synthetic_collect": 1}
-    assert re.search(r"Shrunk: CMEE rank [123] of 3, CE error rank [123] of 3", second.stdout)
+    assert re.search(r"Shrunk: CMEE rank [123] of 3 \((best or tied with it|significantly worse than the best)\), "
+                     r"CE error rank [123] of 3", second.stdout)
     scores = pd.read_parquet(tmp_path / "results/bench/scores.parquet")
     mine = scores[(scores.evaluator == "Shrunk") & (scores.truth == "isotonic")]
     assert len(mine) == 2 * 3 * 2     # tasks x calibrators x sizes
@@ -210,3 +211,25 @@ def test_config_plugins_make_a_user_family_pass_the_config_checks(tmp_path):
     out = run_snakemake(tmp_path, "-n", "--cores", "1", config=cfg)
     assert out.returncode == 0, out.stderr[-3000:]
     assert job_counts(out.stdout + out.stderr)["evaluate"] == 3
+
+
+def test_bench_report_marks_ties_and_intervals_over_units():
+    from fitontest.cli import bench_report
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for arch in ("a", "b"):
+        for task in ("t1", "t2"):
+            for cal in ("c1", "c2", "c3"):
+                for seed in range(3):
+                    base = rng.normal(0.05, 0.01)
+                    for ev, shift in (("good", 0.0), ("twin", 0.0), ("bad", 0.03)):
+                        rows.append(dict(arch=arch, task=task, calibrator=cal, seed=seed,
+                                         size=1000, truth="isotonic", evaluator=ev,
+                                         cmee=base + shift, ce_error=base + shift))
+    text = bench_report(pd.DataFrame(rows), "bad", "Pseudo-real", None)
+    assert "bad: CMEE rank 3 of 3 (significantly worse than the best)" in text
+    good = next(line for line in text.splitlines() if line.startswith("good"))
+    twin = next(line for line in text.splitlines() if line.startswith("twin"))
+    assert good.count("*") == 2 and twin.count("*") == 2      # identical columns: both tied
+    assert "[" in good                                         # a 95 % interval over 36 units

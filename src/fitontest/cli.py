@@ -235,10 +235,22 @@ def bench_config(base: dict, name: str, spec: str | None) -> dict:
     return cfg
 
 
-def ranking(frame, value: str):
-    """Mean of ``value`` per evaluator and its rank (1 = smallest)."""
-    means = frame.groupby("evaluator")[value].mean().dropna()
-    return means, means.rank(method="min").astype(int)
+def ranking(frame, value: str, units) -> pd.DataFrame:
+    """Per evaluator: mean of ``value`` over independent ``units`` with its 95 %
+    t-interval, rank (1 = smallest) and whether it is not significantly worse
+    than the best (the tables' Wilcoxon + Holm markers)."""
+    import pandas as pd
+
+    from .report.aggregate import aggregate_units
+    from .report.stats import significance_markers
+
+    cells = aggregate_units(frame, value, [], units)
+    out = pd.DataFrame({"mean": cells.mean.iloc[0], "lo": cells.lo.iloc[0],
+                        "hi": cells.hi.iloc[0]}).dropna(subset=["mean"])
+    out["rank"] = out["mean"].rank(method="min").astype(int)
+    wide = next(iter(cells.units.values()))[out.index]
+    out["tied"] = significance_markers(wide).reindex(out.index).fillna(False)
+    return out
 
 
 def bench_report(frame, name: str, title: str, truth: str | None) -> str:
@@ -246,25 +258,36 @@ def bench_report(frame, name: str, title: str, truth: str | None) -> str:
         truths = list(dict.fromkeys(frame["truth"]))
         truth = "isotonic" if "isotonic" in truths else truths[0]
     f = frame[frame["truth"] == truth]
-    cmee, cmee_rank = ranking(f, "cmee")
-    err, err_rank = ranking(f, "ce_error")
-    evaluators = sorted(set(f["evaluator"]), key=lambda e: (cmee.get(e, np.inf), e))
-    over = ("shape, CE level, size and seed" if "shape" in f.columns
+    synthetic = "shape" in f.columns
+    units = ("seed",) if synthetic else ("arch", "task", "calibrator", "seed")
+    over = ("shape, CE level, size and seed" if synthetic
             else "model, task, calibrator, size and seed")
-    lines = [f"{title} (truth: {truth}; means over every {over})",
-             f"{'evaluator':<22} {'CMEE':>9} {'rank':>5} {'CE error':>9} {'rank':>5}"]
+    cmee, err = ranking(f, "cmee", units), ranking(f, "ce_error", units)
+    evaluators = sorted(set(f["evaluator"]), key=lambda e: (
+        cmee["mean"].get(e, np.inf), e))
+    lines = [f"{title} (truth: {truth}; means over every {over}; 95 % interval over the "
+             f"units ({', '.join(units)}); * = best or not significantly worse)",
+             f"{'evaluator':<22} {'CMEE':>9} {'95% interval':>21} {'rank':>5}  "
+             f"{'CE error':>9} {'95% interval':>21} {'rank':>5}"]
+
+    def cell(m, e):
+        if e not in m.index:
+            return f"{'-':>9} {'':>21} {'-':>5} "
+        r = m.loc[e]
+        iv = f"[{r['lo']:.5f}, {r['hi']:.5f}]" if np.isfinite(r["lo"]) else ""
+        return f"{r['mean']:9.5f} {iv:>21} {r['rank']:5d}{'*' if r['tied'] else ' '}"
+
     for e in evaluators:
-        def val(m, r):
-            return (f"{m[e]:9.5f}", f"{r[e]:5d}") if e in m.index else (f"{'-':>9}", f"{'-':>5}")
-        (c, cr), (ce, er) = val(cmee, cmee_rank), val(err, err_rank)
         mark = "  <-" if e == name else ""
-        lines.append(f"{e:<22} {c} {cr} {ce} {er}{mark}")
+        lines.append(f"{e:<22} {cell(cmee, e)} {cell(err, e)}{mark}")
     if name in f["evaluator"].values:
-        def where(m, r, what):
-            return (f"{what} rank {r[name]} of {len(r)}" if name in r.index
-                    else f"no {what}")
-        lines.append(f"{name}: {where(cmee, cmee_rank, 'CMEE')}, "
-                     f"{where(err, err_rank, 'CE error')}")
+        def where(m, what):
+            if name not in m.index:
+                return f"no {what}"
+            verdict = ("best or tied with it" if m.loc[name, "tied"]
+                       else "significantly worse than the best")
+            return f"{what} rank {m.loc[name, 'rank']} of {len(m)} ({verdict})"
+        lines.append(f"{name}: {where(cmee, 'CMEE')}, {where(err, 'CE error')}")
     return "\n".join(lines)
 
 
