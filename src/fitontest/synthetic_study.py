@@ -18,20 +18,23 @@ from .schema import SYNTHETIC_COLUMNS
 
 def score_shape(evaluator: str, params: Mapping[str, Any] | None, shape: str,
                 ce_levels: Iterable[float], sizes: Iterable[int], seeds: Iterable[int],
-                n_test: int = 1_000_000, test_seed: int = 0, log=None) -> pd.DataFrame:
+                n_test: int = 1_000_000, test_seed: int = 0, log=None,
+                sampling: str = "ours") -> pd.DataFrame:
     """Fit ``evaluator`` on every (CE level, size, seed) sample of ``shape``.
 
     CMEE is measured on a separate test sample of ``n_test`` points whose true
     calibrated probabilities are known exactly (no numerical inversion: the
     sample is drawn in c and mapped forward). The true CE of a fitting sample
-    is mean |p_i - c_i| with its exact c_i.
+    is mean |p_i - c_i| with its exact c_i. ``sampling`` picks the generator
+    of both samples (:mod:`fitontest.data.synthetic`: ``"ours"`` or ``"paper"``).
     """
     rows = []
     for ce in ce_levels:
-        p_test, c_test = synthetic.test_sample(shape, ce, n_test, seed=test_seed)
+        p_test, c_test = synthetic.test_sample(shape, ce, n_test, seed=test_seed,
+                                              sampling=sampling)
         for size in sizes:
             for seed in seeds:
-                p, y, c = synthetic.sample(shape, ce, size, seed)
+                p, y, c = synthetic.sample(shape, ce, size, seed, sampling=sampling)
                 fam, seconds = fit_family(evaluator, p, y, params)
                 est = estimates(fam, p)
                 ce_used, ce_used_sq = used_estimates(est)
