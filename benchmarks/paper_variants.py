@@ -57,8 +57,8 @@ PAPER_PARAMS = {"ece_es15": {"variant": "paper"}, "ece_ew15": {"variant": "paper
                 "kde": {"variant": "paper"}, "pl_de": {"variant": "paper"}}
 
 
-def run(evaluator, params, shapes, levels, sizes, n_test):
-    out = [score_shape(evaluator, params, shape, levels, sizes, [0], n_test=n_test,
+def run(evaluator, params, shapes, levels, sizes, n_test, seeds=(0,)):
+    out = [score_shape(evaluator, params, shape, levels, sizes, list(seeds), n_test=n_test,
                        sampling="paper") for shape in shapes]
     return pd.concat(out, ignore_index=True)
 
@@ -118,7 +118,8 @@ def ties(args):
 def table(args):
     levels = list(CE_LEVELS)[::max(1, 21 // args.levels)]
     sizes = [int(x) for x in args.sizes.split(",")]
-    print(f"paper sampling + variants, seed 0, CE levels {levels}, sizes {sizes}, "
+    seeds = list(range(args.seeds))
+    print(f"paper sampling + variants, seeds {seeds}, CE levels {levels}, sizes {sizes}, "
           f"n_test {args.n_test}")
     rows = []
     for fam in PAPER["cmee"]:
@@ -126,7 +127,7 @@ def table(args):
             continue
         t0 = time.process_time()
         sz = sizes if fam != "pl_de" else sizes[:1]          # the DE fits are the slow ones
-        df = run(fam, PAPER_PARAMS.get(fam, {}), SHAPES, levels, sz, args.n_test)
+        df = run(fam, PAPER_PARAMS.get(fam, {}), SHAPES, levels, sz, args.n_test, seeds)
         mean = df.groupby("shape")[["cmee", "ce_error"]].mean().reindex(SHAPES) * 1000
         for metric in ("cmee", "ce_error"):
             ref = np.array(PAPER[metric][fam])
@@ -147,6 +148,7 @@ def main() -> None:
     ap.add_argument("--n-test", type=int, default=1_000_000)
     ap.add_argument("--sizes", default="1000,3000,10000")
     ap.add_argument("--levels", type=int, default=21, help="number of CE levels (every k-th)")
+    ap.add_argument("--seeds", type=int, default=1, help="seeds 0..k-1 (the paper: 5)")
     ap.add_argument("--families", type=lambda s: s.split(","), default=None)
     args = ap.parse_args()
     {"effect": effect, "ties": ties, "table": table}[args.mode](args)

@@ -47,7 +47,9 @@ docs/differences.md) where it differs from the defaults above:
   groups, each group's (n_b, sbar_b, ybar_b) comes from its own points, and
   the map is then evaluated by the edges, so every score equal to an edge
   gets the later bin's map (the same edges as ours; only the statistics move).
-  The ES sweep tests monotonicity on these groups.
+  The ES sweep tests monotonicity on these groups. Which tied points fall on
+  which side is the input order (stable sort; theirs: NumPy's default sort,
+  whose order among ties is unspecified).
 * The CV folds are scikit-learn's ``KFold(shuffle=True, random_state=seed)``
   (:func:`paper_kfold_indices`; the authors used ``random_state=1``, which
   config/paper.yaml sets as ``seed: 1``).
