@@ -20,7 +20,8 @@ from .schema import SYNTHETIC_COLUMNS
 def score_shape(evaluator: str, params: Mapping[str, Any] | None, shape: str,
                 ce_levels: Iterable[float], sizes: Iterable[int], seeds: Iterable[int],
                 n_test: int = 1_000_000, test_seed: int = 0, log=None, *,
-                interval: Mapping[str, Any] | None = None) -> pd.DataFrame:
+                interval: Mapping[str, Any] | None = None,
+                sampling: str = "ours") -> pd.DataFrame:
     """Fit ``evaluator`` on every (CE level, size, seed) sample of ``shape``.
 
     CMEE is measured on a separate test sample of ``n_test`` points whose true
@@ -28,17 +29,21 @@ def score_shape(evaluator: str, params: Mapping[str, Any] | None, shape: str,
     sample is drawn in c and mapped forward). The true CE of a fitting sample
     is mean |p_i - c_i| with its exact c_i; the population CE
     (``true_ce_pop``) is the level itself, exactly: c ~ U(0, 1) gives
-    E|f_a(c) - c| = a E|f(c) - c| = CE (:mod:`fitontest.data.synthetic`).
+    E|f_a(c) - c| = a E|f(c) - c| = CE (:mod:`fitontest.data.synthetic`; the paper's
+    sampling draws c from Dirichlet(1, 1), also uniform).
     ``interval``: the ``synthetic.interval`` config block (None: no
     intervals); resamples of (level, size, seed) are seeded by
     ``[test_seed, size, seed]`` (paired across levels, as the samples are).
+    ``sampling`` picks the generator of both samples (:mod:`fitontest.data.synthetic`:
+    ``"ours"`` or ``"paper"``).
     """
     rows = []
     for ce in ce_levels:
-        p_test, c_test = synthetic.test_sample(shape, ce, n_test, seed=test_seed)
+        p_test, c_test = synthetic.test_sample(shape, ce, n_test, seed=test_seed,
+                                              sampling=sampling)
         for size in sizes:
             for seed in seeds:
-                p, y, c = synthetic.sample(shape, ce, size, seed)
+                p, y, c = synthetic.sample(shape, ce, size, seed, sampling=sampling)
                 fam, seconds = fit_family(evaluator, p, y, params)
                 est = estimates(fam, p)
                 ci = subset_interval(evaluator, fam, p, y, est, interval,

@@ -9,6 +9,11 @@ calibration-map families (no second implementation):
 - ``es100_slope1``: the same bins, slope-1 map s + (ybar_b - sbar_b), clipped
   to [0, 1] **(choice: a true map is a probability, and the metrics check it)**.
 
+- ``es100_flat_paper`` / ``es100_slope1_paper``: the authors' ES-100 truths
+  (Experiments_Pseudo/gen_cgt.py; docs/differences.md): the binning family's
+  ``variant="paper"`` (tied scores split between bins by position, the map
+  evaluated by the edges), and the slope-1 map is *not* clipped.
+
 - ``posterior``: isotonic regression of the *known* event posterior
   q(x) = P(Y = 1 | x) on the scores, since c(s) = E[Y | S = s] = E[q(X) | S = s].
   Same estimator as ``isotonic`` with q in place of the labels, so far less
@@ -35,11 +40,13 @@ def _isotonic(s: np.ndarray, y: np.ndarray) -> np.ndarray:
     return IsotonicFamily().fit(s, y).predict(s)
 
 
-def _es100(s: np.ndarray, y: np.ndarray, map: str) -> np.ndarray:
+def _es100(s: np.ndarray, y: np.ndarray, map: str, variant: str = "ours") -> np.ndarray:
     from .families.binning import BinningFamily
 
-    fam = BinningFamily(scheme="es", n_bins=100, selection="fixed", map=map).fit(s, y)
-    return np.clip(fam.predict(s), 0.0, 1.0)
+    fam = BinningFamily(scheme="es", n_bins=100, selection="fixed", map=map,
+                        variant=variant).fit(s, y)
+    c = fam.predict(s)
+    return c if variant == "paper" else np.clip(c, 0.0, 1.0)
 
 
 @TRUTHS.register("es100_flat")
@@ -50,6 +57,16 @@ def _es100_flat(s: np.ndarray, y: np.ndarray) -> np.ndarray:
 @TRUTHS.register("es100_slope1")
 def _es100_slope1(s: np.ndarray, y: np.ndarray) -> np.ndarray:
     return _es100(s, y, "slope1")
+
+
+@TRUTHS.register("es100_flat_paper")
+def _es100_flat_paper(s: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return _es100(s, y, "flat", "paper")
+
+
+@TRUTHS.register("es100_slope1_paper")
+def _es100_slope1_paper(s: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return _es100(s, y, "slope1", "paper")
 
 
 @TRUTHS.register("posterior", needs_posterior=True)

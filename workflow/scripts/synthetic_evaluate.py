@@ -11,5 +11,5 @@ params = family_params(w.evaluator, {w.evaluator: snakemake.params.family_params
                        snakemake.params.seed)
 rows = score_shape(w.evaluator, params, w.shape, syn["ce_levels"], syn["sizes"], syn["seeds"],
                    n_test=syn["n_test"], test_seed=snakemake.params.seed, log=log.info,
-                   interval=syn["interval"])
+                   interval=syn["interval"], sampling=syn["sampling"])
 save_parquet(rows, snakemake.output[0])

@@ -12,6 +12,7 @@ from typing import Callable
 
 import numpy as np
 
+SAMPLINGS = ("ours", "paper")
 SHAPES = ("square", "sqrt", "beta1", "beta2", "stairs")
 CE_LEVELS = tuple(round(0.005 * i, 3) for i in range(21))  # 0, 0.005, ..., 0.100
 
@@ -119,22 +120,45 @@ def true_map(shape: str, ce: float) -> Callable[[np.ndarray], np.ndarray]:
     return c_of_p
 
 
-def sample(shape: str, ce: float, n: int, seed: int):
+def _paper_draw(n: int, seed: int):
+    """The authors' (c, y): legacy RandomState(seed + n), sorted Dirichlet(1, 1) c."""
+    rs = np.random.RandomState(int(seed) + int(n))
+    c = np.sort(rs.dirichlet([1.0, 1.0], int(n))[:, 0])
+    return c, rs.binomial(1, c).astype(np.int8)
+
+
+def _check_sampling(sampling: str) -> None:
+    if sampling not in SAMPLINGS:
+        raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
+
+
+def sample(shape: str, ce: float, n: int, seed: int, sampling: str = "ours"):
     """Fitting sample of the study: (predictions p, labels y, true c).
 
     c ~ U(0, 1) and y ~ Bernoulli(c) depend only on (seed, n), so every shape
     and CE level of a seed shares them (paired rankings across CE levels).
+    ``sampling="paper"``: the authors' generator (module docstring).
     """
     if n < 1:
         raise ValueError(f"n must be positive, got {n}")
-    rng = np.random.default_rng([int(seed), int(n), 0])
-    c = rng.random(n)
-    y = (rng.random(n) < c).astype(np.int8)
+    _check_sampling(sampling)
+    if sampling == "paper":
+        c, y = _paper_draw(n, seed)
+    else:
+        rng = np.random.default_rng([int(seed), int(n), 0])
+        c = rng.random(n)
+        y = (rng.random(n) < c).astype(np.int8)
     return forward(shape, ce)(c), y, c
 
 
-def test_sample(shape: str, ce: float, n: int = 1_000_000, seed: int = 0):
-    """Separate sample for CMEE: (predictions p, true c), c ~ U(0, 1)."""
-    rng = np.random.default_rng([int(seed), int(n), 1])
-    c = rng.random(n)
+def test_sample(shape: str, ce: float, n: int = 1_000_000, seed: int = 0,
+                sampling: str = "ours"):
+    """Separate sample for CMEE: (predictions p, true c), c ~ U(0, 1).
+    ``sampling="paper"``: the authors' generator with ``seed + n`` (their test
+    sample: seed 0, n = 1,000,000)."""
+    _check_sampling(sampling)
+    if sampling == "paper":
+        c = _paper_draw(n, seed)[0]
+    else:
+        c = np.random.default_rng([int(seed), int(n), 1]).random(n)
     return forward(shape, ce)(c), c

@@ -37,6 +37,26 @@ Maps
   ``fam.ce_estimate(fit_scores, p)`` of the slope-1 map (Theorem 2),
   i.e. mean |c_slope1(s_i) - s_i|^p = sum_b (n_b/n) |sbar_b - ybar_b|^p.
 
+Paper variant
+-------------
+``variant="paper"`` reproduces the authors' code (Experiments_*/binnings.py;
+docs/differences.md) where it differs from the defaults above:
+
+* ES bins are the ``array_split`` groups of the sorted order *by position*:
+  a run of tied scores that a group boundary cuts is split between the two
+  groups, each group's (n_b, sbar_b, ybar_b) comes from its own points, and
+  the map is then evaluated by the edges, so every score equal to an edge
+  gets the later bin's map (the same edges as ours; only the statistics move).
+  The ES sweep tests monotonicity on these groups. Which tied points fall on
+  which side is the input order (stable sort; theirs: NumPy's default sort,
+  whose order among ties is unspecified).
+* The CV folds are scikit-learn's ``KFold(shuffle=True, random_state=seed)``
+  (:func:`paper_kfold_indices`; the authors used ``random_state=1``, which
+  config/paper.yaml sets as ``seed: 1``).
+* A bin empty in the fitting data (EW bins, or a CV training fold) maps every
+  score to 0 (their ``np.piecewise`` branch ``lambda pred: 0``), under both
+  maps and inside the CV.
+
 Selection
 ---------
 * ``fixed``: ``n_bins`` bins.
@@ -66,6 +86,7 @@ from ..validation import check_scores
 from . import CalibrationFamily, register
 
 SCHEMES = ("es", "ew")
+VARIANTS = ("ours", "paper")
 SELECTIONS = ("fixed", "sweep", "cv")
 MAPS = ("slope1", "flat")
 
@@ -103,6 +124,24 @@ def assign_bins(scores: np.ndarray, edges: np.ndarray, scheme: str) -> np.ndarra
     return np.searchsorted(edges[1:-1], scores, side="right").astype(np.int64)
 
 
+def es_position_groups(n: int, n_bins: int) -> np.ndarray:
+    """Group (0-based) of each *sorted position* under ``array_split(n, B)``."""
+    starts = es_group_starts(n, n_bins)
+    return np.searchsorted(starts, np.arange(n), side="right").astype(np.int64)
+
+
+def paper_kfold_indices(n: int, n_folds: int, seed: int):
+    """The authors' folds: ``sklearn.model_selection.KFold(n_folds, shuffle=True,
+    random_state=seed)``, i.e. ``array_split`` of a legacy ``RandomState(seed)``
+    permutation (the same (train, held-out) layout as
+    :func:`fitontest.selection.kfold_indices`)."""
+    from sklearn.model_selection import KFold
+
+    idx = np.arange(n)
+    return [(tr, te) for tr, te in KFold(int(n_folds), shuffle=True,
+                                         random_state=int(seed)).split(idx)]
+
+
 def bin_stats(idx: np.ndarray, s: np.ndarray, y: np.ndarray, n_bins: int):
     """(counts, mean scores, mean labels) per bin; means are NaN in empty bins."""
     counts = np.bincount(idx, minlength=n_bins).astype(np.float64)
@@ -131,7 +170,7 @@ class BinningFamily(CalibrationFamily):
 
     def __init__(self, scheme: str = "es", n_bins: int | None = 15, selection: str = "fixed",
                  max_bins: int | None = 40, n_folds: int = 10, tol: float = 1e-3,
-                 seed: int = 0, map: str = "slope1"):
+                 seed: int = 0, map: str = "slope1", variant: str = "ours"):
         self.scheme = scheme
         self.n_bins = n_bins
         self.selection = selection
@@ -140,6 +179,7 @@ class BinningFamily(CalibrationFamily):
         self.tol = tol
         self.seed = seed
         self.map = map
+        self.variant = variant
 
     # ------------------------------------------------------------------ fit
     def _n_folds_needed(self):
@@ -150,6 +190,8 @@ class BinningFamily(CalibrationFamily):
             raise ValueError(f"scheme must be one of {SCHEMES}, got {self.scheme!r}")
         if self.selection not in SELECTIONS:
             raise ValueError(f"selection must be one of {SELECTIONS}, got {self.selection!r}")
+        if self.variant not in VARIANTS:
+            raise ValueError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
         if self.map not in MAPS:
             raise ValueError(f"map must be one of {MAPS}, got {self.map!r}")
         if self.selection == "fixed" and (self.n_bins is None or int(self.n_bins) < 1):
@@ -174,8 +216,13 @@ class BinningFamily(CalibrationFamily):
 
     def _fit_bins(self, s, y, n_bins):
         self.n_bins_ = int(n_bins)
-        self.edges_ = self._edges_for(np.sort(s), self.n_bins_)
-        idx = assign_bins(s, self.edges_, self.scheme)
+        order = np.argsort(s, kind="stable")
+        self.edges_ = self._edges_for(s[order], self.n_bins_)
+        if self.scheme == "es" and self.variant == "paper":
+            idx = es_position_groups(s.size, self.n_bins_)       # ties split by position
+            s, y = s[order], y[order]
+        else:
+            idx = assign_bins(s, self.edges_, self.scheme)
         self.bin_counts_, self.bin_mean_scores_, self.bin_mean_labels_ = bin_stats(
             idx, s, y, self.n_bins_)
         nonempty = self.bin_counts_ > 0
@@ -191,8 +238,12 @@ class BinningFamily(CalibrationFamily):
         best = 1
         for n_bins in range(2, cap + 1):
             if self.scheme == "es":
-                edges = es_edges(s_sorted, n_bins)
-                pos = np.concatenate(([0], np.searchsorted(s_sorted, edges[1:-1], "left"), [n]))
+                if self.variant == "paper":                      # position groups
+                    pos = np.concatenate(([0], es_group_starts(n, n_bins), [n]))
+                else:
+                    edges = es_edges(s_sorted, n_bins)
+                    pos = np.concatenate(([0], np.searchsorted(s_sorted, edges[1:-1], "left"),
+                                          [n]))
                 counts = np.diff(pos)
                 pos_y = np.diff(cum_y[pos])
             else:
@@ -210,10 +261,13 @@ class BinningFamily(CalibrationFamily):
     # cross-validation --------------------------------------------------------
     def _cv(self, s, y) -> int:
         cands = np.arange(1, int(self.max_bins) + 1)
-        folds = kfold_indices(s.shape[0], int(self.n_folds), int(self.seed))
+        split = paper_kfold_indices if self.variant == "paper" else kfold_indices
+        folds = split(s.shape[0], int(self.n_folds), int(self.seed))
         scores = np.zeros((len(folds), cands.size))
+        fold_scores = (self._cv_fold_scores_paper if self.variant == "paper"
+                       else self._cv_fold_scores)
         for f, (train, test) in enumerate(folds):
-            scores[f] = self._cv_fold_scores(s, y, train, test, cands)
+            scores[f] = fold_scores(s, y, train, test, cands)
         self.candidates_ = cands
         self.cv_scores_ = scores.mean(axis=0)
         return int(complexity_rule(cands, self.cv_scores_, tol=float(self.tol)))
@@ -244,6 +298,17 @@ class BinningFamily(CalibrationFamily):
             pred = np.where(nonempty[g_te], flat[g_te], s_te)
         return np.mean((pred - y[test][:, None]) ** 2, axis=0)
 
+    def _cv_fold_scores_paper(self, s, y, train, test, cands):
+        """Held-out MSE per candidate B with the paper's bins (one refit per B:
+        position groups for ES, empty training bins predict 0)."""
+        fold = BinningFamily(scheme=self.scheme, selection="fixed", map=self.map,
+                             variant="paper")
+        out = np.empty(cands.size)
+        for j, n_bins in enumerate(cands):
+            fold._fit_bins(s[train], y[train], int(n_bins))
+            out[j] = np.mean((fold._map(s[test]) - y[test]) ** 2)
+        return out
+
     @staticmethod
     def _es_global_bins(s, train, cands, bin_offset):
         """ES bins of every point for every candidate B, edges from the training fold."""
@@ -267,26 +332,39 @@ class BinningFamily(CalibrationFamily):
         return pos - edges_before[None, :] + bin_offset[None, :]
 
     # ------------------------------------------------------------- predict
+    def _map(self, s):
+        """The fitted map on validated scores (the variant decides empty bins)."""
+        b = assign_bins(s, self.edges_, self.scheme)
+        empty = self.bin_counts_[b] == 0
+        if self.map == "slope1":
+            c = s + self.bin_shift_[b]
+        else:
+            c = np.where(empty, s, np.nan_to_num(self.bin_mean_labels_)[b])
+        return np.where(empty, 0.0 if self.variant == "paper" else s, c)
+
     def bin_index(self, scores) -> np.ndarray:
         """Bin (0-based) of each score under the fitted edges."""
         check_is_fitted(self, "n_fit_")
         return assign_bins(check_scores(scores), self.edges_, self.scheme)
 
     def predict_slope1(self, scores) -> np.ndarray:
-        """s + (ybar_b - sbar_b); identity in empty bins; not clipped."""
-        check_is_fitted(self, "n_fit_")
-        s = check_scores(scores)
-        return s + self.bin_shift_[assign_bins(s, self.edges_, self.scheme)]
+        """s + (ybar_b - sbar_b); not clipped; empty bins: identity (0 for the paper variant)."""
+        return self._map_named("slope1", scores)
 
     def predict_flat(self, scores) -> np.ndarray:
-        """ybar_b; identity in empty bins."""
+        """ybar_b; empty bins: identity (0 for the paper variant)."""
+        return self._map_named("flat", scores)
+
+    def _map_named(self, map, scores):
         check_is_fitted(self, "n_fit_")
-        s = check_scores(scores)
-        b = assign_bins(s, self.edges_, self.scheme)
-        return np.where(self.bin_counts_[b] > 0, np.nan_to_num(self.bin_mean_labels_)[b], s)
+        saved, self.map = self.map, map
+        try:
+            return self._map(check_scores(scores))
+        finally:
+            self.map = saved
 
     def _predict(self, s):
-        return self.predict_slope1(s) if self.map == "slope1" else self.predict_flat(s)
+        return self._map(s)
 
     # ---------------------------------------------------------- estimates
     def ce_estimate_debiased(self, scores, p: int = 1) -> float:

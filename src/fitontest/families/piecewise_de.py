@@ -33,6 +33,13 @@ Latin-hypercube init, polish); the 10 x 7 (or 10 x 5) fits inside the CV use
 tolerance for hundreds of generations (seconds per fit), while the CV only
 needs a good fit per segment count. Seeds: the final fit uses ``seed``, fold f
 of candidate index c uses ``seed + 1000 f + c``.
+
+``variant="paper"`` (the authors' Experiments_*/pwlf_cv.py and run_method.py;
+docs/differences.md): the map is *not* clipped to [0, 1], neither in the CV
+score nor in the final estimate (their ``model.predict`` is used raw), and
+the folds are scikit-learn's ``KFold(shuffle=True, random_state=seed)``
+(theirs: ``seed`` 0). The breakpoint search stays ours (pwlf's own ``fit``
+draws its DE seeds from the global NumPy state).
 """
 from __future__ import annotations
 
@@ -44,6 +51,7 @@ import numpy as np
 from ..selection import complexity_rule, kfold_indices
 from . import CalibrationFamily, register
 from ..runtime import blas_threads
+from .binning import paper_kfold_indices
 
 #: pwlf's own ``differential_evolution`` settings: used for the final fit
 DE_SETTINGS = dict(strategy="best1bin", maxiter=1000, popsize=50, tol=1e-3,
@@ -264,16 +272,19 @@ def _polish(fast: _FastSSR, func, x0, bounds=None, **kwargs):
     return minimize(fun_and_grad, x0, jac=True, method="L-BFGS-B", bounds=list(zip(lb, ub)))
 
 
-def _predict_pwlf(model, s: np.ndarray) -> np.ndarray:
+def _predict_pwlf(model, s: np.ndarray, clip: bool = True) -> np.ndarray:
     if isinstance(model, float):                       # all fitting scores equal
         return np.full(s.shape, model)
-    return np.clip(model.predict(s), 0.0, 1.0)
+    c = model.predict(s)
+    return np.clip(c, 0.0, 1.0) if clip else c
 
 
 @register("pl_de", degree=1, max_segments=7)
 @register("pl_de2", degree=2, max_segments=5)
 class PiecewiseDEFamily(CalibrationFamily):
     """pwlf continuous piecewise polynomial map, segments by CV (module docstring).
+
+    ``variant``: ``"ours"`` clips the map to [0, 1]; ``"paper"`` does not.
 
     Fitted: ``n_pieces_`` (segments), ``candidates_``, ``cv_scores_``,
     ``breaks_``, ``pwlf_`` (the pwlf model; the mean label, a float, when all
@@ -283,12 +294,13 @@ class PiecewiseDEFamily(CalibrationFamily):
     hyper_attr = "n_pieces_"
 
     def __init__(self, degree: int = 1, max_segments: int = 7, n_folds: int = 10,
-                 tol: float = 1e-3, seed: int = 0):
+                 tol: float = 1e-3, seed: int = 0, variant: str = "ours"):
         self.degree = degree
         self.max_segments = max_segments
         self.n_folds = n_folds
         self.tol = tol
         self.seed = seed
+        self.variant = variant
 
     def _fit(self, s, y):
         with blas_threads(1):
@@ -297,17 +309,22 @@ class PiecewiseDEFamily(CalibrationFamily):
     def _fit_cv(self, s, y):
         if int(self.degree) not in (1, 2):
             raise ValueError(f"degree must be 1 or 2, got {self.degree!r}")
+        if self.variant not in ("ours", "paper"):
+            raise ValueError(f"variant must be 'ours' or 'paper', got {self.variant!r}")
         if int(self.max_segments) < 1:
             raise ValueError(f"max_segments must be >= 1, got {self.max_segments!r}")
         deg, seed = int(self.degree), int(self.seed)
+        clip = self.variant == "ours"
         cands = np.arange(1, int(self.max_segments) + 1)
-        folds = kfold_indices(s.size, int(self.n_folds), seed)
+        split = paper_kfold_indices if self.variant == "paper" else kfold_indices
+        folds = split(s.size, int(self.n_folds), seed)
         scores = np.zeros((len(folds), cands.size))
         for f, (train, test) in enumerate(folds):
             for c, k in enumerate(cands):
                 model = _fit_pwlf(s[train], y[train], deg, int(k), seed + 1000 * f + c,
                                   CV_DE_SETTINGS)
-                scores[f, c] = np.mean((_predict_pwlf(model, s[test]) - y[test]) ** 2)
+                scores[f, c] = np.mean((_predict_pwlf(model, s[test], clip)
+                                         - y[test]) ** 2)
         self.candidates_ = cands
         self.cv_scores_ = scores.mean(axis=0)
         self.n_pieces_ = int(complexity_rule(cands, self.cv_scores_, tol=float(self.tol)))
@@ -316,4 +333,4 @@ class PiecewiseDEFamily(CalibrationFamily):
                         else np.asarray(self.pwlf_.fit_breaks, dtype=np.float64))
 
     def _predict(self, s):
-        return _predict_pwlf(self.pwlf_, s)
+        return _predict_pwlf(self.pwlf_, s, clip=self.variant == "ours")
