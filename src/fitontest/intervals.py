@@ -130,8 +130,9 @@ def refit_replicates(fam, s: np.ndarray, y: np.ndarray, idx: np.ndarray,
 
 def replicate_estimates(fam, s: np.ndarray, y: np.ndarray, idx: np.ndarray,
                         p: int = 1) -> np.ndarray:
-    """Used L^p estimate on every resample: batched for binning families."""
-    if type(fam) is BinningFamily:
+    """Used L^p estimate on every resample: batched for binning families (our
+    variant; the authors' tie and fold handling, ``variant="paper"``, is refitted)."""
+    if type(fam) is BinningFamily and fam.variant == "ours":
         from .binning_bootstrap import replicate_estimates as batched
 
         return batched(fam, s, y, idx, p=p)
