@@ -44,3 +44,22 @@ def test_gpu_follows_training_device():
     assert fit_request("train", "gpu", 1, big, device="cuda") == (1, None)
     with pytest.raises(ValueError, match="training.device"):
         fit_request("train", "gpu", 1, NODE, device="cuda")
+
+
+def test_cap_rules_fits_fixed_and_per_job_values_of_snakemake_rules():
+    from types import SimpleNamespace
+
+    from snakemake.resources import Resources
+
+    from fitontest.slurm import cap_rules
+
+    rule = SimpleNamespace(name="train", resources=Resources.from_mapping(
+        {"mem_mb": 32000, "runtime": 600, "cpus_per_task": lambda wildcards: 8}))
+    small = SimpleNamespace(name="truth", resources=Resources.from_mapping({"mem_mb": 4000}))
+    said = []
+    cap_rules([rule, small], NODE, warn=said.append)
+    assert rule.resources["mem_mb"].value == 20000
+    assert rule.resources["runtime"].value == 600 and small.resources["mem_mb"].value == 4000
+    assert rule.resources["cpus_per_task"].evaluate(None).value == 2
+    rule.resources["cpus_per_task"].evaluate(None)
+    assert len(said) == 2 and all("train" in m for m in said)   # once per resource

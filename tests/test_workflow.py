@@ -183,13 +183,15 @@ def test_tiny_run_benchmarks_every_heavy_job(tiny_run):
     assert table.loc["train", "cpu_s"] > 0
 
 
-def test_slurm_profile_dry_run_without_conda(tmp_path):
+@pytest.mark.parametrize("where", ["command line", "global profile"])
+def test_slurm_profile_dry_run_without_conda(tmp_path, where):
     """The README's SLURM command, dry, on a machine without conda or SLURM:
     the profile must not need either, and partition / account given as the
     README says must reach every job alongside the profile's own resources."""
     import os
     import shutil
 
+    pytest.importorskip("snakemake_executor_plugin_slurm")
     # PATH: the venv and a shell, no conda, no sinfo/sbatch/sacct
     bindir = tmp_path / "bin"
     bindir.mkdir()
@@ -203,8 +205,15 @@ def test_slurm_profile_dry_run_without_conda(tmp_path):
     cmd = snakemake_cmd() + [
         "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "-n",
         "--workflow-profile", str(REPO / "workflow/profiles/slurm"),
-        "--default-resources", "slurm_partition=short", "slurm_account=lab42",
         "--configfile", str(path), "--config", "training={device: cpu}"]
+    if where == "command line":
+        cmd += ["--default-resources", "slurm_partition=short", "slurm_account=lab42"]
+    else:
+        profile = tmp_path / "global-profile"
+        profile.mkdir()
+        (profile / "config.yaml").write_text(
+            "default-resources:\n  slurm_partition: short\n  slurm_account: lab42\n")
+        env["SNAKEMAKE_PROFILE"] = str(profile)
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
     text = out.stdout + out.stderr
     assert out.returncode == 0, text[-4000:]

@@ -87,3 +87,38 @@ def fit_request(rule: str, name: str, value, node: dict[str, int] | None,
                          "auto or cpu, or run where GPUs are")
     return limit, (f"rule {rule}: {name}={value} is more than the largest SLURM node "
                    f"offers; asking for {limit}")
+
+
+def cap_rules(rules, node: dict[str, int] | None, device: str = "auto", warn=print) -> None:
+    """Fit every request of Snakemake ``rules`` with :func:`fit_request`, in place.
+
+    Fixed values are fitted now; values computed per job (callables, and
+    profile entries, which Snakemake evaluates per job) when Snakemake
+    evaluates them. ``warn`` gets each message once per (rule, resource).
+    """
+    from snakemake.resources import Resource
+
+    said = set()
+
+    def fitted(rule, name, value):
+        value, message = fit_request(rule, name, value, node, device)
+        if message and (rule, name) not in said:
+            said.add((rule, name))
+            warn(message)
+        return value
+
+    def deferred(rule, resource):
+        def evaluate(*args, **kwargs):
+            return fitted(rule, resource.name, resource.evaluate(*args, **kwargs).value)
+
+        return Resource(resource.name, evaluate)
+
+    if node is None and device != "cpu":
+        return
+    for rule in rules:
+        for name in CAPPED:
+            res = rule.resources.get(name)
+            if res is None:
+                continue
+            rule.resources[name] = (deferred(rule.name, res) if res.is_evaluable()
+                                    else fitted(rule.name, name, res.value))
