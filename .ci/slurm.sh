@@ -9,9 +9,10 @@
 # exit by their process ids. Checks (set -e + explicit comparisons):
 #   1. the tiny workflow finishes through workflow/profiles/slurm;
 #   2. its tables are byte-identical to those of a local run;
-#   3. in a second run a running job is cancelled with scancel; the run and a
-#      rerun of the same command complete, nothing is left incomplete, and the
-#      tables are again identical;
+#   3. in a second run (over a copy of the first, one evaluator's scores
+#      deleted) the running evaluate job is cancelled with scancel; the run and
+#      a rerun of the same command complete, nothing is left incomplete, and
+#      the tables are again identical;
 #   4. every heavy rule left a benchmark, and `python -m fitontest.jobstats` reads them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -159,20 +160,29 @@ for rule in split train export_logits calibrate_multiclass calibrate_binary trut
 done
 
 # --- a cancelled job ---------------------------------------------------------
+# A second run over a copy of the first, with the isotonic evaluator's scores
+# deleted: it redoes that evaluate job (and the collection, tables, figures).
+# That job is cancelled with scancel while it runs; the run (whose profile
+# retries failed jobs) and a rerun of the same command must complete, with
+# every output whole: tables identical, nothing incomplete, nothing to do.
+cp -a "$WORK/slurm" "$WORK/cancel"
+rm -f "$WORK"/cancel/results/tiny/scores/*/*/*/isotonic.parquet
 slurm_run "$WORK/cancel" > "$WORK/cancel.log" 2>&1 &
 RUN=$!
 victim=""
 for _ in $(seq 300); do
-  victim=$(squeue -h -t RUNNING -o "%i %k" | awk '$2 ~ /rule_train/ {print $1; exit}')
+  victim=$(squeue -h -t RUNNING -o "%i %k" | awk '$2 ~ /rule_evaluate_/ {print $1; exit}')
   [ -n "$victim" ] && break
-  sleep 1
+  sleep 0.5
 done
-[ -n "$victim" ] || { echo "slurm.sh: no running train job to cancel"; exit 1; }
-sleep 5
+[ -n "$victim" ] || { echo "slurm.sh: no running evaluate job to cancel"; exit 1; }
+sleep 3
 scancel "$victim"
-echo "slurm.sh: cancelled SLURM job $victim (train)"
-wait "$RUN" || echo "slurm.sh: the run with the cancelled job exited with $?"
-grep -Eq "CANCELLED|Error in rule train|Error in group" "$WORK/cancel.log" \
+echo "slurm.sh: cancelled SLURM job $victim (evaluate)"
+rc=0
+wait "$RUN" || rc=$?
+echo "slurm.sh: the run with the cancelled job exited with $rc"
+grep -Eq "Error in rule evaluate" "$WORK/cancel.log" \
   || { echo "slurm.sh: the cancellation was not noticed"; tail -50 "$WORK/cancel.log"; exit 1; }
 slurm_run "$WORK/cancel" > "$WORK/rerun.log" 2>&1 || { tail -50 "$WORK/rerun.log"; exit 1; }
 compare_tables "$WORK/cancel"
