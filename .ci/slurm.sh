@@ -161,12 +161,14 @@ done
 
 # --- a cancelled job ---------------------------------------------------------
 # A second run over a copy of the first, with the isotonic evaluator's scores
-# deleted: it redoes that evaluate job (and the collection, tables, figures).
+# and what is made from them deleted: it redoes that evaluate job, the
+# collection, the tables and the figures.
 # That job is cancelled with scancel while it runs; the run (whose profile
 # retries failed jobs) and a rerun of the same command must complete, with
 # every output whole: tables identical, nothing incomplete, nothing to do.
 cp -a "$WORK/slurm" "$WORK/cancel"
-rm -f "$WORK"/cancel/results/tiny/scores/*/*/*/isotonic.parquet
+rm -rf "$WORK"/cancel/results/tiny/scores/*/*/*/isotonic.parquet \
+  "$WORK"/cancel/results/tiny/{scores.parquet,tables,figures}
 slurm_run "$WORK/cancel" > "$WORK/cancel.log" 2>&1 &
 RUN=$!
 victim=""
