@@ -33,6 +33,10 @@ for _smk in sorted(Path(workflow.basedir, "workflow/rules/evaluators").glob("*.s
     include: _smk
 
 
+# last: fits every rule's requests to the cluster's nodes
+include: "workflow/rules/cluster.smk"
+
+
 rule all:
     input:
         final_outputs,

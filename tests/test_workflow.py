@@ -1,17 +1,21 @@
 """The Snakemake DAG: dry runs of the shipped configs and a tiny real run."""
 import re
 
+import subprocess
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
-from conftest import REPO, load_config, run_snakemake, write_mini_cifar5m
+from conftest import REPO, load_config, run_snakemake, snakemake_cmd, write_mini_cifar5m
 
 pytestmark = pytest.mark.workflow
 
 STAGES = ["split", "train", "export_logits", "calibrate_multiclass", "calibrate_binary",
           "truth", "evaluate", "collect_scores", "calibrator_metrics",
-          "tables", "figures", "synthetic_evaluate", "synthetic_collect"]
+          "tables", "figures", "findings", "synthetic_evaluate", "synthetic_collect"]
 
 
 def job_counts(stdout: str) -> dict[str, int]:
@@ -164,6 +168,89 @@ def test_tiny_run_report_holds_tables_figures_and_findings(tiny_run):
     assert cd and figures, sorted(embedded)
     assert all(embedded[n][1].startswith(b"\x89PNG") for n in cd + figures)
     assert b"# " in embedded["findings.md"][1]
+
+
+HEAVY_RULES = ["split", "train", "export_logits", "calibrate_multiclass", "calibrate_binary",
+               "truth", "evaluate", "synthetic_evaluate"]
+
+
+def test_tiny_run_benchmarks_every_heavy_job(tiny_run):
+    """Each heavy job leaves a Snakemake benchmark; the summary reads them all."""
+    from fitontest.jobstats import read_benchmarks, summarise
+
+    cfg = tiny_config()
+    bench = tiny_run / "benchmarks"
+    archs = list(cfg["archs"])
+    want = {bench / "split.tsv"}
+    want |= {bench / f"train/{a}.tsv" for a in archs}
+    want |= {bench / f"export_logits/{a}/{s}.tsv" for a in archs for s in ("val", "holdout")}
+    want |= {bench / f"calibrate_multiclass/{a}/{c}.tsv" for a in archs
+             for c in cfg["calibrators"]["multiclass"]}
+    want |= {bench / f"calibrate_binary/{a}/{c}.tsv" for a in archs
+             for c in cfg["calibrators"]["binary"]}
+    want |= {bench / f"truth/{a}/{t}.tsv" for a in archs for t in cfg["tasks"]}
+    want |= {bench / f"evaluate/{a}/{e}.tsv" for a in archs
+             for e in cfg["evaluation"]["evaluators"]}
+    want |= {bench / f"synthetic_evaluate/{s}/{e}.tsv" for s in cfg["synthetic"]["shapes"]
+             for e in cfg["synthetic"]["evaluators"]}
+    missing = sorted(str(p.relative_to(bench)) for p in want if not p.is_file())
+    assert not missing, missing
+    table = summarise(tiny_run)
+    assert set(table.index) == set(HEAVY_RULES)
+    assert table.loc["evaluate", "jobs"] == len(archs) * len(cfg["evaluation"]["evaluators"])
+    rows = read_benchmarks(tiny_run)
+    assert table.jobs.sum() == len(want) == len(rows)
+    # measured, not placeholders: every job took time, training used the CPU
+    assert (rows.s > 0).all() and (table.max_rss_mb > 0).all()
+    assert table.loc["train", "cpu_s"] > 0
+
+
+@pytest.mark.parametrize("where", ["command line", "global profile"])
+def test_slurm_profile_dry_run_without_conda(tmp_path, where):
+    """The README's SLURM command, dry, on a machine without conda or SLURM:
+    the profile must not need either, and partition / account given as the
+    README says must reach every job alongside the profile's own resources."""
+    import os
+    import shutil
+
+    pytest.importorskip("snakemake_executor_plugin_slurm")
+    # PATH: the venv and a shell, no conda, no sinfo/sbatch/sacct
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for tool in ("bash", "sh", "which", "env", "cat", "uname", "git"):
+        if shutil.which(tool):
+            (bindir / tool).symlink_to(shutil.which(tool))
+    env = dict(os.environ, PATH=f"{Path(snakemake_cmd()[0]).parent}:{bindir}")
+    cfg = tiny_config()
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    cmd = snakemake_cmd() + [
+        "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "-n",
+        "--workflow-profile", str(REPO / "workflow/profiles/slurm"),
+        "--configfile", str(path), "--config", "training={device: cpu}"]
+    if where == "command line":
+        cmd += ["--default-resources", "slurm_partition=short", "slurm_account=lab42"]
+    else:
+        profile = tmp_path / "global-profile"
+        profile.mkdir()
+        (profile / "config.yaml").write_text(
+            "default-resources:\n  slurm_partition: short\n  slurm_account: lab42\n")
+        env["SNAKEMAKE_PROFILE"] = str(profile)
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-4000:]
+    assert "conda" not in text.lower().replace("conda environments: ignored", "")
+    jobs = {m.group(1): m.group(2) for m in re.finditer(
+        r"rule (\w+):\n(?:.*\n)*?\s+resources: (.*)", text)}
+    assert {"train", "evaluate", "truth", "tables"} <= set(jobs), sorted(jobs)
+    for rule, res in jobs.items():
+        if rule == "all":
+            continue
+        assert "slurm_partition=short" in res and "slurm_account=lab42" in res, (rule, res)
+    # the profile's per-rule table is kept next to the command-line defaults
+    assert "runtime=1440" in jobs["train"] and "mem_mb=32000" in jobs["train"]
+    # training.device: cpu asks for no GPU
+    assert "gpu=0" in jobs["train"] and "no GPU requested (training.device: cpu)" in text
 
 
 def test_tiny_run_is_deterministic_in_its_split(tiny_run, tmp_path):

@@ -12,6 +12,8 @@ rule calibrate_multiclass:
         per_task("calibrated/{arch}/{task}/{calibrator}.npz"),
     log:
         logpath("calibrate/{arch}/{calibrator}.log"),
+    benchmark:
+        res("benchmarks/calibrate_multiclass/{arch}/{calibrator}.tsv")
     wildcard_constraints:
         calibrator=alternatives(MULTICLASS_CALIBRATORS),
     params:
@@ -31,6 +33,8 @@ rule calibrate_binary:
         per_task("calibrated/{arch}/{task}/{calibrator}.npz"),
     log:
         logpath("calibrate/{arch}/{calibrator}.log"),
+    benchmark:
+        res("benchmarks/calibrate_binary/{arch}/{calibrator}.tsv")
     wildcard_constraints:
         calibrator=alternatives(BINARY_CALIBRATORS),
     params:

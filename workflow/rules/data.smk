@@ -7,6 +7,8 @@ rule split:
         subsets=res("data/subsets.npz"),
     log:
         logpath("data/split.log"),
+    benchmark:
+        res("benchmarks/split.tsv")
     params:
         data=data_params(),
         sizes=EVAL["sizes"],

@@ -13,6 +13,8 @@ rule evaluate:
         per_task_calibrator("scores/{arch}/{task}/{calibrator}/{evaluator}.parquet"),
     log:
         logpath("evaluate/{arch}/{evaluator}.log"),
+    benchmark:
+        res("benchmarks/evaluate/{arch}/{evaluator}.tsv")
     wildcard_constraints:
         evaluator=alternatives(EVALUATORS),
     params:

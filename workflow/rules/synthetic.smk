@@ -7,6 +7,8 @@ rule synthetic_evaluate:
         res("synthetic/{shape}/{evaluator}.parquet"),
     log:
         logpath("synthetic/{shape}/{evaluator}.log"),
+    benchmark:
+        res("benchmarks/synthetic_evaluate/{shape}/{evaluator}.tsv")
     wildcard_constraints:
         shape=alternatives(SYNTHETIC["shapes"]),
         evaluator=alternatives(SYNTHETIC["evaluators"]),

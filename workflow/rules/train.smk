@@ -12,6 +12,8 @@ rule train:
         train_log=res("models/{arch}/train_log.csv"),
     log:
         logpath("train/{arch}.log"),
+    benchmark:
+        res("benchmarks/train/{arch}.tsv")
     params:
         data=data_params(),
         arch=lambda w: config["archs"][w.arch],
@@ -35,6 +37,8 @@ rule export_logits:
         res("logits/{arch}/{split}.npz"),
     log:
         logpath("logits/{arch}/{split}.log"),
+    benchmark:
+        res("benchmarks/export_logits/{arch}/{split}.tsv")
     params:
         data=data_params(),
         training=config["training"],

@@ -8,6 +8,8 @@ rule truth:
         per_calibrator("truth/{arch}/{task}/{calibrator}.npz", CALIBRATORS),
     log:
         logpath("truth/{arch}/{task}.log"),
+    benchmark:
+        res("benchmarks/truth/{arch}/{task}.tsv")
     params:
         truths=config["truth"],
     resources:
