@@ -60,3 +60,19 @@ def test_main_prints_every_rule(results, capsys):
     out = capsys.readouterr().out
     assert all(rule in out for rule in ("evaluate", "truth", "split"))
     assert "5 jobs" in out
+
+
+def test_fitontest_jobs_command_prints_the_summary(results):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "src"
+    out = subprocess.run([sys.executable, "-m", "fitontest.cli", "jobs", str(results)],
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYTHONPATH": str(src)})
+    assert out.returncode == 0, out.stderr
+    evaluate = next(line for line in out.stdout.splitlines() if line.startswith("evaluate"))
+    assert evaluate.split()[1:3] == ["3", "93.0"]
+    assert "5 jobs" in out.stdout

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from . import jobstats
+
 LABEL_KEYS = ("labels", "label", "y")
 PRED_KEYS = ("probs", "probabilities", "logits", "scores")
 
@@ -402,6 +404,11 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--truth", help="truth estimator of the pseudo-real ranking "
                     "(default isotonic)")
     be.set_defaults(func=cmd_bench)
+
+    jo = sub.add_parser("jobs", help="per-rule jobs, CPU time, wall time and peak memory of a "
+                        "run (from its Snakemake benchmark files)")
+    jo.add_argument("results_dir", help="results/<exp> of a finished (or partial) run")
+    jo.set_defaults(func=lambda args: jobstats.main([args.results_dir]))
     return parser
 
 
