@@ -1,4 +1,4 @@
-"""Train/val/hold-out splits and the test subsets of METHODS.md §6."""
+"""Train/val/hold-out splits and the test subsets of docs/methods.md §6."""
 import json
 
 import numpy as np

@@ -11,7 +11,7 @@ from fitontest.selection import complexity_rule, kfold_indices
 
 # ---------------------------------------------------------------- textbook
 def textbook_bins(s, n_bins, scheme):
-    """Bin of every score straight from the METHODS.md wording (mask per bin)."""
+    """Bin of every score straight from the docs/methods.md wording (mask per bin)."""
     s = np.asarray(s, dtype=float)
     if scheme == "ew":
         return np.minimum(np.floor(s * n_bins).astype(int), n_bins - 1)

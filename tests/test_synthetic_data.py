@@ -1,4 +1,4 @@
-"""The synthetic shapes of METHODS.md §7 against closed forms."""
+"""The synthetic shapes of docs/methods.md §7 against closed forms."""
 import numpy as np
 import pytest
 

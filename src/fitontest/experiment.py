@@ -1,4 +1,4 @@
-"""Scoring post-hoc calibrators and fit-on-test evaluators (METHODS.md §6).
+"""Scoring post-hoc calibrators and fit-on-test evaluators (docs/methods.md §6).
 
 The workflow's scripts are thin: they load npz files and call these functions,
 which return tidy frames with the columns of :mod:`fitontest.schema`.

@@ -4,7 +4,7 @@
 >>> path = train_model("resnet8", X, y, recipe="small", out_dir="results/x/models/resnet8")  # doctest: +SKIP
 >>> export_logits(path, (X_val, y_val), None, "results/x/logits/resnet8/val.npz")           # doctest: +SKIP
 
-Design (see METHODS.md §8 and ``recipes.py`` for the recipe fields):
+Design (see docs/methods.md §8 and ``recipes.py`` for the recipe fields):
 
 - The training images live on the device as one uint8 NCHW tensor; each batch
   is gathered, converted to float, standardised with the per-channel mean/std

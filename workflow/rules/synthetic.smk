@@ -1,4 +1,4 @@
-# The synthetic study (METHODS.md §7): exact ground truth, no images.
+# The synthetic study (docs/methods.md §7): exact ground truth, no images.
 # One job per (shape, evaluator) covers every CE level, size and seed.
 
 

@@ -17,7 +17,7 @@ Two layouts (**choice**, documented in ``config/README.md``):
   permutation, and loading them touches the fewest generator blocks. The seed
   is then unused.
 
-Test subsets (METHODS.md §6, ``subset_indices``): for seed r, one permutation
+Test subsets (docs/methods.md §6, ``subset_indices``): for seed r, one permutation
 of the hold-out *positions*, ``numpy.random.default_rng([r, 1234])
 .permutation(n_holdout)``; the sizes, sorted ascending, take consecutive
 disjoint slices (1000 -> [0, 1000), 3000 -> [1000, 4000), 10000 -> [4000, 14000)).

@@ -1,4 +1,4 @@
-"""Binning families: classic ECE and its sweep / cross-validated variants (METHODS.md §2).
+"""Binning families: classic ECE and its sweep / cross-validated variants (docs/methods.md §2).
 
 One class, :class:`BinningFamily`, registered under several names:
 
@@ -368,7 +368,7 @@ class BinningFamily(CalibrationFamily):
 
     # ---------------------------------------------------------- estimates
     def ce_estimate_debiased(self, scores, p: int = 1) -> float:
-        """Debiased binned CE (METHODS.md §2) from the *fitting* bins.
+        """Debiased binned CE (docs/methods.md §2) from the *fitting* bins.
 
         Each bin b of the fitting data has a debiased term ``D_b`` computed
         from its fitting statistics (n_b, sbar_b, ybar_b) -- see

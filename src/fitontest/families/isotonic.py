@@ -1,4 +1,4 @@
-"""Isotonic regression (METHODS.md §3)."""
+"""Isotonic regression (docs/methods.md §3)."""
 from __future__ import annotations
 
 import numpy as np
