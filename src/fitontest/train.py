@@ -19,7 +19,8 @@ Design (see METHODS.md §8 and ``recipes.py`` for the recipe fields):
 - ``out_dir/checkpoint.pt`` is written atomically after every epoch (model,
   optimiser, schedule position, RNG states, history); ``out_dir/model.pt``
   (weights + model name + num_classes + normalisation) and
-  ``out_dir/train_log.csv`` at the end.
+  ``out_dir/train_log.csv`` (per epoch: loss, accuracy, lr, wall ``seconds``
+  and ``cpu_seconds``, the process's CPU time) at the end.
 """
 from __future__ import annotations
 
