@@ -77,11 +77,20 @@ def test_paper_recipes():
     w = get_recipe("wrn32")
     assert w["pad_mode"] == "reflect" and w["weight_decay"] == 5e-4
     assert [lr_at(w, e) for e in (59, 60, 120, 160)] == [0.1, 0.02, 0.004, 0.0008]
-    for r in map(get_recipe, train.recipe_names()):
+    for r in map(get_recipe, ["resnet110", "densenet40", "wrn32", "small"]):
         assert r["nesterov"] and r["momentum"] == 0.9 and r["augment"] and r["shift"] == 4
     s = get_recipe("small", epochs=3)
     assert s["schedule"] == "cosine" and lr_at(s, 0, 0, 10) == s["lr"]
     assert lr_at(s, 2, 9, 10) < lr_at(s, 1, 0, 10) < s["lr"]
+
+
+def test_small_overfit_recipe():
+    r = get_recipe("small_overfit")
+    assert (r["epochs"], r["batch_size"], r["lr"], r["schedule"]) == (50, 32, 0.1, "cosine")
+    assert r["weight_decay"] == 0.0 and not r["augment"]
+    assert r["nesterov"] and r["momentum"] == 0.9
+    # cosine from 0.1 down to 0 over the 50 epochs
+    assert lr_at(r, 0, 0, 12) == 0.1 and lr_at(r, 49, 11, 12) < 1e-3
 
 
 @pytest.mark.parametrize("bad", [{"pad_mode": "edge"}, {"epochs": 0}, {"lr": -1},
@@ -134,7 +143,8 @@ def test_training_learns_and_writes_outputs(trained, data):
     with open(path.parent / "train_log.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert [r["epoch"] for r in rows] == ["1", "2"]
-    assert set(rows[0]) == {"epoch", "loss", "accuracy", "lr", "seconds"}
+    assert set(rows[0]) == {"epoch", "loss", "accuracy", "lr", "seconds", "cpu_seconds"}
+    assert all(float(r["cpu_seconds"]) > 0 for r in rows)
     assert float(rows[1]["loss"]) < float(rows[0]["loss"])
     assert any("epoch 2/2" in line for line in lines)
     assert not (path.parent / "checkpoint.pt").exists()
@@ -165,8 +175,9 @@ def test_resume_gives_identical_weights(trained, data, tmp_path):
     assert resumed["complete"]
     for k, v in full["state_dict"].items():
         assert torch.equal(v, resumed["state_dict"][k]), k
-    strip = [{k: v for k, v in r.items() if k != "seconds"} for r in full["history"]]
-    assert strip == [{k: v for k, v in r.items() if k != "seconds"} for r in resumed["history"]]
+    timing = ("seconds", "cpu_seconds")
+    strip = [{k: v for k, v in r.items() if k not in timing} for r in full["history"]]
+    assert strip == [{k: v for k, v in r.items() if k not in timing} for r in resumed["history"]]
     # a finished run is not retrained
     lines.clear()
     train_model("cnn_tiny", X, y, recipe=RECIPE, out_dir=tmp_path, device="cpu", seed=1,
