@@ -39,6 +39,7 @@ import torch
 import torch.nn.functional as F
 
 from . import models
+from .io import atomic_path, save_npz, write_text
 from .recipes import RECIPES, get_recipe, lr_at, recipe_names, validate_recipe
 from .runtime import resolve_device, set_torch_threads
 
@@ -107,22 +108,9 @@ def _seeds(seed: int) -> tuple[int, int]:
     return int(s[0]), int(s[1])
 
 
-def _atomic_write_bytes(path: Path, writer: Callable[[io.BufferedWriter], None]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as fh:
-            writer(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-
 def _torch_save_atomic(obj: Any, path: Path) -> None:
-    _atomic_write_bytes(path, lambda fh: torch.save(obj, fh))
+    with atomic_path(path) as tmp:
+        torch.save(obj, tmp)
 
 
 def _write_log(path: Path, history: list[dict]) -> None:
@@ -131,7 +119,7 @@ def _write_log(path: Path, history: list[dict]) -> None:
     w.writeheader()
     for row in history:
         w.writerow({k: row.get(k, "") for k in LOG_FIELDS})
-    _atomic_write_bytes(path, lambda fh: fh.write(buf.getvalue().encode()))
+    write_text(path, buf.getvalue())
 
 
 def _normalise(xb: torch.Tensor, mean: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
@@ -457,10 +445,7 @@ def export_logits(model_path: str | os.PathLike, source_or_arrays, indices=None,
         raise RuntimeError(f"image source left {int((~filled).sum())} of {N} requested images out")
     secs = time.perf_counter() - t0
 
-    def write(fh):
-        np.savez(fh, logits=logits, labels=labels, indices=idx)
-
-    _atomic_write_bytes(out_path, write)
+    save_npz(out_path, logits=logits, labels=labels, indices=idx)
     acc = float((logits.argmax(1) == labels).mean())
     log(f"[{meta['model_name']}] logits of {N} images -> {out_path} "
         f"(accuracy {acc:.4f}, {secs:.1f}s, {N / max(secs, 1e-9):.0f} img/s on {dev})")
