@@ -36,16 +36,15 @@ def test_a_plugin_class_goes_to_the_registry_of_its_base(tmp_path, monkeypatch):
     monkeypatch.setattr(registry, "_TYPED", [])   # keep the package's registries untouched
     monkeypatch.setattr(registry, "_loaded", {})
 
-    class Animal:
-        pass
+    (tmp_path / "probe_bases.py").write_text("class Animal:\n    pass\n"
+                                            "class Rock:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import probe_bases
 
-    class Rock:
-        pass
-
-    animals, rocks = Registry("animal", base=Animal), Registry("rock", base=Rock)
-    monkeypatch.setattr(registry, "Animal", Animal, raising=False)
+    animals = Registry("animal", base=probe_bases.Animal)
+    rocks = Registry("rock", base=probe_bases.Rock)
     plugin = tmp_path / "zoo.py"
-    plugin.write_text("from fitontest.registry import Animal\n"
+    plugin.write_text("from probe_bases import Animal\n"
                       "class Cat(Animal):\n    pass\n"
                       "class Car:\n    pass\n")
     cat = registry.load_plugin(f"{plugin}:Cat")
