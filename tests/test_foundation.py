@@ -28,6 +28,32 @@ def test_registry_register_get_names_and_errors():
         reg.register("a")(Thing)
 
 
+def test_a_plugin_class_goes_to_the_registry_of_its_base(tmp_path, monkeypatch):
+    """``path.py:ClassName`` registers the class in the registry whose ``base``
+    it subclasses; a class subclassing no registry's base is a ValueError."""
+    from fitontest import registry
+
+    monkeypatch.setattr(registry, "_TYPED", [])   # keep the package's registries untouched
+    monkeypatch.setattr(registry, "_loaded", {})
+
+    (tmp_path / "probe_bases.py").write_text("class Animal:\n    pass\n"
+                                            "class Rock:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import probe_bases
+
+    animals = Registry("animal", base=probe_bases.Animal)
+    rocks = Registry("rock", base=probe_bases.Rock)
+    plugin = tmp_path / "zoo.py"
+    plugin.write_text("from probe_bases import Animal\n"
+                      "class Cat(Animal):\n    pass\n"
+                      "class Car:\n    pass\n")
+    cat = registry.load_plugin(f"{plugin}:Cat")
+    assert animals.entry("Cat") is cat and "Cat" not in rocks
+    with pytest.raises(ValueError, match=r"'Car' derives from no registry's base class "
+                                         r"\(Animal, Rock\)"):
+        registry.load_plugin(f"{plugin}:Car")
+
+
 @pytest.mark.parametrize("bad,msg", [
     ([0.1, np.nan], "NaN or infinity"),
     ([0.1, np.inf], "NaN or infinity"),

@@ -8,7 +8,7 @@
 The K-class predictions are reduced to binary tasks (docs/methods.md §1, the
 reductions of :mod:`fitontest.tasks`), an evaluator (any registered family,
 docs/methods.md §2-§4) is fitted on each task, and its CE estimate (as in the
-workflow: :func:`fitontest.experiment.estimates`) is reported:
+workflow: :func:`fitontest.families.base.estimates`) is reported:
 
 - ``mode="confidence"``: the top-label task (max_k p_k, prediction correct);
 - ``mode="classwise"``: the one-vs-rest task of every class in ``classes``
@@ -32,7 +32,8 @@ from typing import Any, Sequence
 import numpy as np
 from sklearn.base import clone
 
-from . import experiment, families, tasks
+from . import families, tasks
+from .families.base import estimates
 
 MODES = ("confidence", "classwise", "ovr")
 
@@ -194,7 +195,7 @@ def evaluate_binary(evaluator, scores, labels, p=1, interval: float | None = Non
     if p == "max":
         est, deb = max_calibration_error(fam, name), None
     else:
-        e = experiment.estimates(fam, s)
+        e = estimates(fam, s)
         est = e["ce_est"] if p == 1 else e["ce_est_sq"]
         deb = e["ce_est_debiased"] if p == 1 else e["ce_est_debiased_sq"]
     ci = None

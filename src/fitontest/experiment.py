@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from . import families
+from .families.base import estimates, used_estimates
 from .schema import CALIBRATOR_COLUMNS, SCORE_COLUMNS
 
 
@@ -38,28 +39,6 @@ def mean_abs(d: np.ndarray, p: int) -> float:
     """mean |d|^p for p = 1 or 2."""
     d = np.abs(d)
     return float(np.mean(d if p == 1 else d * d))
-
-
-def used_estimates(est: Mapping[str, float]) -> tuple[float, float]:
-    """The (L1, L2) estimates the CE tables use: debiased where available."""
-    l1 = est["ce_est_debiased"] if np.isfinite(est["ce_est_debiased"]) else est["ce_est"]
-    l2 = est["ce_est_debiased_sq"] if np.isfinite(est["ce_est_debiased_sq"]) else est["ce_est_sq"]
-    return l1, l2
-
-
-def estimates(fam, s: np.ndarray) -> dict[str, float]:
-    """CE estimates of a fitted evaluator on its fitting scores ``s``."""
-    # the family's own estimate: the plug-in mean |c_hat(s_i) - s_i|^p for most
-    # (CalibrationFamily.ce_estimate), smECE for smece, the SKCE for kce
-    out: dict[str, float] = {"ce_est": float(fam.ce_estimate(s, p=1)),
-                             "ce_est_sq": float(fam.ce_estimate(s, p=2))}
-    debias = getattr(fam, "ce_estimate_debiased", None)
-    if callable(debias):
-        out["ce_est_debiased"] = float(debias(s, p=1))
-        out["ce_est_debiased_sq"] = float(debias(s, p=2))
-    else:
-        out["ce_est_debiased"] = out["ce_est_debiased_sq"] = np.nan
-    return out
 
 
 def interval_columns(ci) -> dict[str, float]:
@@ -235,6 +214,6 @@ def tidy(frame: pd.DataFrame, columns: list[str], **keys: Any) -> pd.DataFrame:
     return frame[columns]
 
 
-__all__ = ["family_params", "fit_family", "estimates", "score_rows", "score_evaluator",
+__all__ = ["family_params", "fit_family", "estimates", "used_estimates", "score_rows", "score_evaluator",
            "interval_columns", "subset_interval",
            "score_external", "calibrator_rows", "tidy", "SCORE_COLUMNS", "CALIBRATOR_COLUMNS"]

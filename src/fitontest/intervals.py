@@ -3,7 +3,7 @@
 :func:`ce_interval` resamples the test points with replacement ``n_boot`` times,
 refits the family on every resample and takes its *used* estimate (debiased
 where the family has ``ce_estimate_debiased``, as
-:func:`fitontest.experiment.used_estimates`).
+:func:`fitontest.families.base.used_estimates`).
 
 Methods (``method=``), with theta_hat the used estimate on the full sample,
 q_a the a-quantile of the replicates and alpha = 1 - level:
@@ -61,7 +61,7 @@ import numpy as np
 from sklearn.base import clone
 
 from . import families
-from .experiment import estimates, used_estimates
+from .families.base import estimates, used_estimates
 from .families.binning import BinningFamily
 from .validation import check_binary
 
@@ -156,7 +156,7 @@ def bootstrap_interval(fitted, scores, labels, est: Mapping[str, float] | None =
                        method: str = "basic") -> CEInterval:
     """Interval around a family already fitted on (scores, labels).
 
-    ``est`` is :func:`fitontest.experiment.estimates` of ``fitted`` on
+    ``est`` is :func:`fitontest.families.base.estimates` of ``fitted`` on
     ``scores`` (computed when None); callers that scored the fit already pass
     it to save the work.
     """

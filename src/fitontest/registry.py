@@ -19,16 +19,24 @@ from typing import Any, Callable
 #: environment variable holding the plugin specs (a JSON list of strings)
 PLUGINS_ENV = "FITONTEST_PLUGINS"
 _loaded: dict[str, Any] = {}     # spec -> imported module (imported once per process)
+# registries with a base class; the plugin loader finds a class's registry here
+# (a plugin class's base is imported, so its registry exists, before the class)
+_TYPED: list["Registry"] = []
 
 
 class Registry:
     """A named collection of factories (usually estimator classes)."""
 
-    def __init__(self, kind: str, package: str | None = None, path=None):
+    def __init__(self, kind: str, package: str | None = None, path=None,
+                 base: type | None = None):
         """``package``/``path`` (a package's ``__name__``/``__path__``): every
         module of that package is imported on the first look-up, so that its
-        ``register`` decorators have run."""
+        ``register`` decorators have run. ``base``: the class every entry
+        derives from; a plugin's ``:ClassName`` subclassing it is registered here."""
         self.kind = kind
+        self.base = base
+        if base is not None:
+            _TYPED.append(self)
         self._entries: dict[str, Callable[..., Any]] = {}
         self._defaults: dict[str, dict[str, Any]] = {}
         self._package = (package, path) if package else None
@@ -173,16 +181,13 @@ def load_plugin(spec: str):
 
 
 def _register_class(obj, name: str) -> None:
-    from . import families, multiclass
-
-    for reg, base in ((families.FAMILIES, families.CalibrationFamily),
-                      (multiclass.MULTICLASS, multiclass.MultiClassCalibrator)):
-        if isinstance(obj, type) and issubclass(obj, base):
+    for reg in _TYPED:
+        if isinstance(obj, type) and issubclass(obj, reg.base):
             if obj not in reg._entries.values():
                 reg.register(name)(obj)
             return
-    raise ValueError(f"plugin class {name!r} is neither a CalibrationFamily nor a "
-                     "MultiClassCalibrator subclass")
+    bases = ", ".join(reg.base.__name__ for reg in _TYPED) or "none registered"
+    raise ValueError(f"plugin class {name!r} derives from no registry's base class ({bases})")
 
 
 def plugin_specs() -> list[str]:

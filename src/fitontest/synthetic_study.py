@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from .data import synthetic
-from .experiment import (estimates, fit_family, interval_columns, mean_abs, subset_interval,
-                         used_estimates)
+from .experiment import fit_family, interval_columns, mean_abs, subset_interval
+from .families.base import estimates, used_estimates
 from .schema import SYNTHETIC_COLUMNS
 
 

@@ -6,14 +6,14 @@ module with ``@register("name")`` on its class.
 from __future__ import annotations
 
 from ..registry import Registry
+from .base import CalibrationFamily  # also re-exported for the family modules
 
-FAMILIES = Registry("calibration-map family", package=__name__, path=__path__)
+FAMILIES = Registry("calibration-map family", package=__name__, path=__path__,
+                    base=CalibrationFamily)
 register = FAMILIES.register
 get = FAMILIES.get        # a fresh, unfitted family estimator registered as ``name``
 names = FAMILIES.names    # every registered family name
 entry = FAMILIES.entry    # the registered class
 
-
-from .base import CalibrationFamily  # noqa: E402  (re-exported for family modules)
 
 __all__ = ["FAMILIES", "register", "get", "names", "entry", "CalibrationFamily"]

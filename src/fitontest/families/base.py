@@ -1,5 +1,8 @@
-"""The scikit-learn-style base class every calibration-map family derives from."""
+"""The scikit-learn-style base class every calibration-map family derives from,
+and the CE estimates of a fitted family (:func:`estimates`, :func:`used_estimates`)."""
 from __future__ import annotations
+
+from typing import Mapping
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -63,3 +66,27 @@ class CalibrationFamily(BaseEstimator):
 
     def _predict(self, s: np.ndarray) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
+
+
+# ------------------------------------------------------------ a fitted family's estimates
+def used_estimates(est: Mapping[str, float]) -> tuple[float, float]:
+    """The (L1, L2) estimates the CE tables use: debiased where available."""
+    l1 = est["ce_est_debiased"] if np.isfinite(est["ce_est_debiased"]) else est["ce_est"]
+    l2 = est["ce_est_debiased_sq"] if np.isfinite(est["ce_est_debiased_sq"]) else est["ce_est_sq"]
+    return l1, l2
+
+
+def estimates(fam, s: np.ndarray) -> dict[str, float]:
+    """CE estimates of a fitted evaluator on its fitting scores ``s``: ``ce_est``,
+    ``ce_est_sq`` and the debiased pair (NaN where the family has none)."""
+    # the family's own estimate: the plug-in mean |c_hat(s_i) - s_i|^p for most
+    # (CalibrationFamily.ce_estimate), smECE for smece, the SKCE for kce
+    out: dict[str, float] = {"ce_est": float(fam.ce_estimate(s, p=1)),
+                             "ce_est_sq": float(fam.ce_estimate(s, p=2))}
+    debias = getattr(fam, "ce_estimate_debiased", None)
+    if callable(debias):
+        out["ce_est_debiased"] = float(debias(s, p=1))
+        out["ce_est_debiased_sq"] = float(debias(s, p=2))
+    else:
+        out["ce_est_debiased"] = out["ce_est_debiased_sq"] = np.nan
+    return out

@@ -16,14 +16,14 @@ a calibrator too, so the workflow treats every calibrator uniformly.
 from __future__ import annotations
 
 from ..registry import Registry
+from .base import MultiClassCalibrator  # also re-exported for the calibrator modules
 
-MULTICLASS = Registry("multi-class calibrator", package=__name__, path=__path__)
+MULTICLASS = Registry("multi-class calibrator", package=__name__, path=__path__,
+                      base=MultiClassCalibrator)
 register = MULTICLASS.register
 get = MULTICLASS.get        # a fresh, unfitted calibrator registered as ``name``
 names = MULTICLASS.names    # every registered calibrator name
 entry = MULTICLASS.entry    # the registered class
 
-
-from .base import MultiClassCalibrator  # noqa: E402  (re-exported for calibrator modules)
 
 __all__ = ["MULTICLASS", "register", "get", "names", "entry", "MultiClassCalibrator"]

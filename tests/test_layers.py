@@ -1,0 +1,153 @@
+"""The package reads as layers: a module imports only from its own layer or
+those below it (docs/architecture.md).
+
+Every module under src/fitontest is parsed with ``ast``; every ``fitontest``
+import -- absolute or relative, at module level or inside a function -- is
+resolved to the module it names and both ends are mapped to a layer by
+:data:`LAYERS`. An import from a lower layer to a higher one fails, and so
+does a module the table does not place. Imports made by name at run time
+(``importlib``: the registries' package scan, the lazy names of
+``fitontest/__init__``) are not seen.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = "fitontest"
+SRC = Path(__file__).resolve().parents[1] / "src" / PACKAGE
+
+#: lowest layer first; an entry names a module or a package (and everything in it)
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("foundation", ("registry", "validation", "io", "runtime")),
+    ("methods", ("families", "multiclass", "metrics", "intervals", "binning_bootstrap",
+                 "selection")),
+    ("vision", ("data", "models", "recipes", "train")),
+    ("study", ("tasks", "truth", "experiment", "synthetic_study", "config", "schema",
+               "jobstats", "slurm")),
+    ("report", ("report",)),
+    ("front door", ("api", "cli", "calibrated_classifier", "__init__")),
+]
+
+
+def layer_of(module: str) -> int | None:
+    """Index in :data:`LAYERS` of ``module`` (dotted, relative to the package;
+    the package's own ``__init__`` is ``"__init__"``), None if unplaced."""
+    for i, (_, entries) in enumerate(LAYERS):
+        if any(module == e or module.startswith(e + ".") for e in entries):
+            return i
+    return None
+
+
+def package_sources(root: Path = SRC) -> dict[str, tuple[str, bool]]:
+    """module name -> (source, is_package) for every .py file under ``root``."""
+    out = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        if is_package:
+            parts = parts[:-1]
+        out[".".join(parts) or "__init__"] = (path.read_text(), is_package)
+    return out
+
+
+def _relative(dotted: str) -> str | None:
+    """``fitontest.x.y`` -> ``x.y``; ``fitontest`` -> ``__init__``; other packages None."""
+    if dotted == PACKAGE:
+        return "__init__"
+    if dotted.startswith(PACKAGE + "."):
+        return dotted[len(PACKAGE) + 1:]
+    return None
+
+
+def imported_modules(module: str, source: str, is_package: bool,
+                     known: set[str]) -> set[str]:
+    """The package modules ``module`` imports (relative names). ``from X import
+    name`` counts as X.name where that is a module in ``known``, else as X."""
+    here = [] if module == "__init__" else module.split(".")
+    package = [PACKAGE] + (here if is_package else here[:-1])
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(filter(None, (_relative(a.name) for a in node.names)))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[:len(package) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module
+            rel = _relative(target)
+            if rel is None:
+                continue
+            for alias in node.names:
+                sub = alias.name if rel == "__init__" else f"{rel}.{alias.name}"
+                found.add(sub if sub in known else rel)
+    return found
+
+
+def violations(sources: dict[str, tuple[str, bool]]) -> list[str]:
+    """Every unplaced module and every import from a lower layer to a higher one."""
+    known = set(sources)
+    problems = [f"{m}: not placed in any layer (add it to LAYERS in tests/test_layers.py)"
+                for m in sorted(sources) if layer_of(m) is None]
+    for module, (source, is_package) in sorted(sources.items()):
+        low = layer_of(module)
+        if low is None:
+            continue
+        for target in sorted(imported_modules(module, source, is_package, known)):
+            high = layer_of(target)
+            if high is not None and high > low:
+                problems.append(f"{module} ({LAYERS[low][0]}) imports {target} "
+                                f"({LAYERS[high][0]})")
+    return problems
+
+
+# ------------------------------------------------------------------------ tests
+def test_every_module_is_placed_and_imports_only_downward():
+    sources = package_sources()
+    assert len(sources) > 50, f"found only {len(sources)} modules under {SRC}"
+    problems = violations(sources)
+    assert not problems, "layer violations:\n" + "\n".join(problems)
+
+
+def test_an_upward_import_inside_a_function_is_reported():
+    """A methods module importing the study layer, relatively and from inside
+    a function, plus an absolute one from foundation to report."""
+    sources = {
+        "families": ("", True),
+        "families.base": ("def f():\n    from ..experiment import estimates\n", False),
+        "experiment": ("from .families import base\n", False),
+        "io": ("import fitontest.report.table as t\n", False),
+        "report": ("", True),
+        "report.table": ("", False),
+    }
+    assert violations(sources) == [
+        "families.base (methods) imports experiment (study)",
+        "io (foundation) imports report.table (report)",
+    ]
+
+
+def test_from_package_import_submodule_resolves_to_the_submodule():
+    """``from fitontest import api`` in a foundation module names the front
+    door's ``api``, not the package ``__init__``."""
+    sources = {"__init__": ("", True), "api": ("", False),
+               "validation": ("from fitontest import api\nfrom . import io\n", False),
+               "io": ("", False)}
+    assert violations(sources) == ["validation (foundation) imports api (front door)"]
+
+
+def test_an_unplaced_module_is_reported():
+    sources = {"io": ("", False), "newthing": ("from .io import atomic_path\n", False)}
+    assert violations(sources) == [
+        "newthing: not placed in any layer (add it to LAYERS in tests/test_layers.py)"]
+
+
+@pytest.mark.parametrize("module, layer", [("families.pl.trainer", "methods"),
+                                           ("report.figures.cd", "report"),
+                                           ("data.synthetic", "vision"),
+                                           ("__init__", "front door")])
+def test_layer_of_matches_packages_by_prefix(module, layer):
+    assert LAYERS[layer_of(module)][0] == layer
+    assert layer_of("familiesX") is None
