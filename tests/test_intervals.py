@@ -181,3 +181,27 @@ def test_paper_variant_of_binning_is_refitted_not_batched():
     idx = bootstrap_indices(s.size, 20, 0)
     np.testing.assert_array_equal(replicate_estimates(fam, s, y, idx),
                                   refit_replicates(fam, s, y, idx))
+
+
+@pytest.mark.parametrize("name", ["ece_es_sweep", "ece_ew_sweep"])
+def test_batched_sweep_on_a_few_tied_values_equals_refitting(name):
+    """Scores on 10 values (a scaling-binning calibrator's output): rows whose
+    per-value label means are monotone must reach the cap (B = n) exactly as
+    the family's own sweep does, and the others stop where the family stops."""
+    rng = np.random.default_rng(11)
+    n = 600
+    values = np.linspace(0.05, 0.95, 10)
+    s = rng.choice(values, n)
+    y = (rng.random(n) < s).astype(float)
+    idx = bootstrap_indices(n, 40, seed=2)
+    fam = families.get(name)
+    chosen = [clone_fit(fam, s[ix], y[ix]).n_bins_ for ix in idx]
+    assert max(chosen) == n and min(chosen) < n      # both kinds of rows are present
+    np.testing.assert_allclose(replicate_estimates(fam, s, y, idx),
+                               refit_replicates(fam, s, y, idx), rtol=1e-9, atol=1e-12)
+
+
+def clone_fit(fam, s, y):
+    from sklearn.base import clone
+
+    return clone(fam).fit(s, y)

@@ -60,9 +60,11 @@ class _Cumulative:
         self.row_off = np.arange(n_rep)[:, None]
         self.inclusive = (self.cums[0][:, 1:] + (self.n_fit + 1) * self.row_off).ravel()
 
-    def at(self, codes: np.ndarray, which: int = 0) -> np.ndarray:
-        """Cumulative ``which`` (0 count, 1 score sum, 2 label sum) at codes (R, k)."""
-        return self.cums[which].ravel()[codes + self.width * self.row_off]
+    def at(self, codes: np.ndarray, which: int = 0, rows: np.ndarray | None = None) -> np.ndarray:
+        """Cumulative ``which`` (0 count, 1 score sum, 2 label sum) at codes (k, j)
+        of rows ``rows`` (k,) (default: every row)."""
+        off = self.row_off if rows is None else rows[:, None]
+        return self.cums[which].ravel()[codes + self.width * off]
 
     def code_at_position(self, pos: np.ndarray, rows: np.ndarray, m: int) -> np.ndarray:
         """Code at sorted position ``pos`` (k, j) of rows ``rows`` (k,) (pos < n_fit)."""
@@ -114,9 +116,10 @@ def _edges_per_candidate(cum: _Cumulative, cands: np.ndarray, scheme: str, cd: _
     return [flat[j * n_rep:(j + 1) * n_rep, :nb + 1] for j, nb in enumerate(cands)]
 
 
-def _bin_stats(cum: _Cumulative, edges, which=(0, 1, 2)):
-    """(counts, score sums, label sums), each (R, B), of the bins given by ``edges``."""
-    return [np.diff(cum.at(edges, w), axis=1) for w in which]
+def _bin_stats(cum: _Cumulative, edges, which=(0, 1, 2), rows: np.ndarray | None = None):
+    """(counts, score sums, label sums), each (k, B), of the bins given by ``edges``
+    (of rows ``rows``, default every row)."""
+    return [np.diff(cum.at(edges, w, rows), axis=1) for w in which]
 
 
 def _used(counts, sum_s, sum_y, p: int) -> np.ndarray:
@@ -127,28 +130,47 @@ def _used(counts, sum_s, sum_y, p: int) -> np.ndarray:
     return np.sum(counts * terms, axis=1) / counts.sum(axis=1)
 
 
+def _decreasing(cnt: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """Rows (of per-bin counts and positive counts, integers) in which some
+    non-empty bin's label mean is below the previous non-empty bin's."""
+    n_bins = cnt.shape[1]
+    keep = cnt > 0
+    # previous non-empty bin of every bin (-1 if none)
+    last = np.maximum.accumulate(np.where(keep, np.arange(n_bins), -1), axis=1)
+    prev = np.concatenate((np.full((cnt.shape[0], 1), -1), last[:, :-1]), axis=1)
+    pi = np.maximum(prev, 0)
+    k_prev = np.take_along_axis(pos, pi, axis=1)
+    m_prev = np.take_along_axis(cnt, pi, axis=1)
+    # ybar_prev <= ybar_b  <=>  k_prev m_b <= k_b m_prev (exact integers)
+    return np.any(keep & (prev >= 0) & (k_prev * cnt > pos * m_prev), axis=1)
+
+
 def _sweep(fam, cum: _Cumulative, cd: _Codes) -> np.ndarray:
-    """Largest B with monotone bin label means, per row (the family's ``_sweep``)."""
+    """Largest B with monotone bin label means, per row (the family's ``_sweep``).
+
+    Every ES or EW bin is a run of consecutive unique scores, and the means of
+    consecutive blocks of a non-decreasing sequence are non-decreasing: a row
+    whose label means are monotone with one bin per unique score is monotone
+    for every B, so it takes the cap at once. Without this, tied scores (a
+    scaling-binning calibrator has ~10 values) kept every row in the loop up to
+    B = n, at O(R B) per step. The loop works on the rows still undecided only.
+    """
     n_rep, n_fit = cum.n_rep, cum.n_fit
     cap = n_fit if fam.max_bins is None else min(int(fam.max_bins), n_fit)
-    best = np.ones(n_rep, dtype=np.int64)
-    active = np.ones(n_rep, dtype=bool)
+    per_code = [np.rint(np.diff(cum.cums[w], axis=1)).astype(np.int64) for w in (0, 2)]
+    finest_monotone = ~_decreasing(*per_code)
+    best = np.where(finest_monotone, cap, 1).astype(np.int64)
+    active = ~finest_monotone
     for n_bins in range(2, cap + 1):
-        if not active.any():
+        rows = np.flatnonzero(active)
+        if rows.size == 0:
             break
-        edges = _edges(cum, n_bins, n_bins, fam.scheme, cd)
-        cnt, pos = (np.rint(a).astype(np.int64) for a in _bin_stats(cum, edges, (0, 2)))
-        keep = cnt > 0
-        # previous non-empty bin of every bin (-1 if none)
-        last = np.maximum.accumulate(np.where(keep, np.arange(n_bins), -1), axis=1)
-        prev = np.concatenate((np.full((n_rep, 1), -1), last[:, :-1]), axis=1)
-        pi = np.maximum(prev, 0)
-        k_prev = np.take_along_axis(pos, pi, axis=1)
-        m_prev = np.take_along_axis(cnt, pi, axis=1)
-        # ybar_prev <= ybar_b  <=>  k_prev m_b <= k_b m_prev (exact integers)
-        bad = np.any(keep & (prev >= 0) & (k_prev * cnt > pos * m_prev), axis=1)
-        best[active & ~bad] = n_bins
-        active &= ~bad
+        edges = _edges(cum, n_bins, n_bins, fam.scheme, cd, rows=rows)
+        cnt, pos = (np.rint(a).astype(np.int64)
+                    for a in _bin_stats(cum, edges, (0, 2), rows=rows))
+        bad = _decreasing(cnt, pos)
+        best[rows[~bad]] = n_bins
+        active[rows[bad]] = False
     return best
 
 
