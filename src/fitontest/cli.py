@@ -425,6 +425,9 @@ def main(argv=None) -> int:
     except (ValueError, KeyError) as err:
         print(f"fitontest {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:                # `fitontest families | head`: not an error
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":
