@@ -155,7 +155,7 @@ def _sweep(fam, cum: _Cumulative, cd: _Codes) -> np.ndarray:
     scaling-binning calibrator has ~10 values) kept every row in the loop up to
     B = n, at O(R B) per step. The loop works on the rows still undecided only.
     """
-    n_rep, n_fit = cum.n_rep, cum.n_fit
+    n_fit = cum.n_fit
     cap = n_fit if fam.max_bins is None else min(int(fam.max_bins), n_fit)
     per_code = [np.rint(np.diff(cum.cums[w], axis=1)).astype(np.int64) for w in (0, 2)]
     finest_monotone = ~_decreasing(*per_code)

@@ -237,7 +237,7 @@ def bench_config(base: dict, name: str, spec: str | None) -> dict:
     return cfg
 
 
-def ranking(frame, value: str, units) -> pd.DataFrame:
+def ranking(frame, value: str, units):
     """Per evaluator: mean of ``value`` over independent ``units`` with its 95 %
     t-interval, rank (1 = smallest) and whether it is not significantly worse
     than the best (the tables' Wilcoxon + Holm markers)."""

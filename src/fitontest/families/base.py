@@ -53,6 +53,16 @@ class CalibrationFamily(BaseEstimator):
         """Plug-in estimate mean |c_hat(s_i) - s_i|^p on ``scores``."""
         return metrics.ce_estimate(scores, self.predict(scores), p=p)
 
+    def _fitting_sample(self, scores) -> np.ndarray:
+        """``scores`` checked to be the fitting sample, for families whose CE
+        estimate belongs to the sample they were fitted on (kce, smece)."""
+        check_is_fitted(self, "n_fit_")
+        s = check_scores(scores)
+        if s.shape[0] != self.n_fit_:
+            raise ValueError(f"{type(self).__name__} is an estimate of its fitting sample ({self.n_fit_} "
+                             f"points); got {s.shape[0]} scores")
+        return s
+
     def chosen_hyperparameter(self) -> float:
         """The selected complexity (bins, pieces, ...) or NaN if none."""
         check_is_fitted(self, "n_fit_")

@@ -5,7 +5,6 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from .. import metrics
-from ..validation import check_scores
 from . import CalibrationFamily, register
 
 
@@ -42,11 +41,7 @@ class KCEFamily(CalibrationFamily):
         self.skce_ = metrics.kce(s, y, bandwidth=self.bandwidth_)
 
     def ce_estimate(self, scores, p: int = 1) -> float:
-        check_is_fitted(self, "n_fit_")
-        s = check_scores(scores)
-        if s.shape[0] != self.n_fit_:
-            raise ValueError(f"kce is an estimate of its fitting sample ({self.n_fit_} points); "
-                             f"got {s.shape[0]} scores")
+        self._fitting_sample(scores)
         if p == 2:
             return float(self.skce_)
         if p == 1:

@@ -167,11 +167,7 @@ class SmoothECE(CalibrationFamily):
 
     def ce_estimate(self, scores, p: int = 1) -> float:
         """smECE (p = 1) or its L2 analogue (p = 2) of the fitting sample."""
-        check_is_fitted(self, "n_fit_")
-        s = check_scores(scores)
-        if s.shape[0] != self.n_fit_:
-            raise ValueError(f"smece is an estimate of its fitting sample ({self.n_fit_} "
-                             f"points); got {s.shape[0]} scores")
+        self._fitting_sample(scores)
         if p == 1:
             return float(self.smece_)
         if p == 2:
