@@ -151,7 +151,8 @@ def test_training_learns_and_writes_outputs(trained, data):
 
     # the trained model beats its initialisation on the training images
     model, meta = load_model(path, "cpu")
-    init = train._build_model("cnn_tiny", 10, train._seeds(1)[0]).eval()
+    init = train.build("cnn_tiny", 10, train._seeds(1)[0], train.get_recipe("small"),
+                       torch.device("cpu"))[0].eval()
     xb = ((torch.from_numpy(X).permute(0, 3, 1, 2).float()
            - torch.tensor(meta["mean"]).view(1, 3, 1, 1)) / torch.tensor(meta["std"]).view(1, 3, 1, 1))
     yb = torch.from_numpy(data[1])
@@ -264,3 +265,15 @@ def test_export_errors(trained, data, tmp_path):
     torch.save({"format": "other"}, not_a_model)
     with pytest.raises(ValueError, match="not a fitontest model"):
         export_logits(not_a_model, (X, y), None, tmp_path / "x.npz", device="cpu")
+
+
+def test_unreadable_checkpoint_trains_afresh_like_a_clean_run(trained, data, tmp_path):
+    X, y = data
+    (tmp_path / "checkpoint.pt").write_bytes(b"not a checkpoint")
+    lines = []
+    p = train_model("cnn_tiny", X, y, recipe=RECIPE, out_dir=tmp_path, device="cpu", seed=1,
+                    log=lines.append, progress=False)
+    assert any("cannot read checkpoint" in line for line in lines)
+    clean = state(trained[0])["state_dict"]
+    for k, v in state(p)["state_dict"].items():
+        assert torch.equal(v, clean[k]), k

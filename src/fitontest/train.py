@@ -160,10 +160,18 @@ def _set_rng_states(st: Mapping[str, Any]) -> None:
         torch.cuda.set_rng_state_all(st["cuda"])
 
 
-def _build_model(model_name: str, num_classes: int, init_seed: int) -> torch.nn.Module:
+def build(model_name: str, num_classes: int, init_seed: int, recipe: Mapping[str, Any],
+          dev: torch.device) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+    """The network (seeded initialisation, on ``dev``) and its SGD optimiser."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(init_seed)
-        return models.get(model_name, num_classes=num_classes)
+        model = models.get(model_name, num_classes=num_classes)
+    model = model.to(dev)
+    if dev.type == "cuda":
+        model = model.to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=recipe["lr"], momentum=recipe["momentum"],
+                          nesterov=recipe["nesterov"], weight_decay=recipe["weight_decay"])
+    return model, opt
 
 
 def _progress(total: int, desc: str, enabled: bool):
@@ -173,6 +181,138 @@ def _progress(total: int, desc: str, enabled: bool):
 
 
 # --------------------------------------------------------------------------- training
+
+class _Batches:
+    """The training set on the device and the recipe's batching and augmentation."""
+
+    def __init__(self, X: np.ndarray, y: np.ndarray, recipe: Mapping[str, Any],
+                 dev: torch.device):
+        self.stats = mean, std = channel_stats(X)
+        self.n, self.dev, self.pad_mode = len(X), dev, recipe["pad_mode"]
+        self.bs = min(recipe["batch_size"], self.n)
+        self.steps = max(1, self.n // self.bs)
+        self.X = torch.from_numpy(X).to(dev).permute(0, 3, 1, 2).contiguous()  # uint8 NCHW
+        self.y = torch.from_numpy(y).to(dev)
+        self.mean = torch.tensor(mean, dtype=torch.float32, device=dev).view(1, -1, 1, 1)
+        self.std = torch.tensor(std, dtype=torch.float32, device=dev).view(1, -1, 1, 1)
+        self.shift = recipe["shift"] if recipe["augment"] else 0
+        self.flip = recipe["augment"] and recipe["flip"]
+
+    def batch(self, idx: torch.Tensor, gen: torch.Generator):
+        """Normalised, augmented images and labels of positions ``idx`` (the
+        augmentation draws come from ``gen``, in a fixed order)."""
+        B = len(idx)
+        shifts = torch.randint(-self.shift, self.shift + 1, (B, 2), generator=gen) \
+            if self.shift else None
+        flips = (torch.rand(B, generator=gen) < 0.5) if self.flip else None
+        idx_d = idx.to(self.dev, non_blocking=True)
+        xb = _normalise(self.X[idx_d], self.mean, self.std)
+        if self.shift or self.flip:
+            xb = augment_batch(xb, shifts if shifts is not None
+                               else torch.zeros(B, 2, dtype=torch.long),
+                               flips, self.shift, self.pad_mode)
+        if self.dev.type == "cuda":
+            xb = xb.contiguous(memory_format=torch.channels_last)
+        return xb, self.y[idx_d]
+
+
+def train_one_epoch(model: torch.nn.Module, opt: torch.optim.Optimizer, data: _Batches,
+                    recipe: Mapping[str, Any], epoch: int, gen: torch.Generator, *,
+                    desc: str = "", progress: bool = False) -> dict:
+    """One epoch of SGD with the recipe's per-step learning rate; returns the
+    epoch's log row (mean loss and accuracy over its batches, last lr, times)."""
+    model.train()
+    dev, cuda = data.dev, data.dev.type == "cuda"
+    t0, c0 = time.perf_counter(), time.process_time()
+    perm = torch.randperm(data.n, generator=gen)
+    loss_sum = torch.zeros((), device=dev, dtype=torch.float64)
+    correct = torch.zeros((), device=dev, dtype=torch.int64)
+    seen = 0
+    lr = lr_at(recipe, epoch, 0, data.steps)
+    bar = _progress(data.steps, desc, progress)
+    for step in range(data.steps):
+        lr = lr_at(recipe, epoch, step, data.steps)
+        for g in opt.param_groups:
+            g["lr"] = lr
+        xb, yb = data.batch(perm[step * data.bs:(step + 1) * data.bs], gen)
+        with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=cuda):
+            out = model(xb)
+        loss = F.cross_entropy(out.float(), yb)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        loss_sum += loss.detach().double() * len(yb)
+        correct += (out.detach().argmax(1) == yb).sum()
+        seen += len(yb)
+        bar.update(1)
+        if progress and (step % 20 == 0 or step == data.steps - 1):
+            bar.set_postfix(loss=f"{loss_sum.item() / seen:.3f}", lr=f"{lr:.3g}", refresh=False)
+    bar.close()
+    if not math.isfinite(loss_sum.item()):
+        raise FloatingPointError(f"training loss became non-finite in epoch {epoch + 1}")
+    return {"epoch": epoch + 1, "loss": loss_sum.item() / seen,
+            "accuracy": correct.item() / seen, "lr": lr,
+            "seconds": round(time.perf_counter() - t0, 3),
+            "cpu_seconds": round(time.process_time() - c0, 3), "images": seen}
+
+
+def save_checkpoint(path: Path, meta: Mapping[str, Any], model, opt, gen: torch.Generator,
+                    history: list[dict]) -> None:
+    """Everything a resumed run needs to continue bit for bit."""
+    _torch_save_atomic({
+        "format": CHECKPOINT_FORMAT, "meta": dict(meta),
+        "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        "optimizer": opt.state_dict(), "scheduler": {"epoch": len(history)},
+        "generator": gen.get_state(), "rng": _rng_states(), "history": history,
+    }, path)
+
+
+def load_checkpoint(path: Path, meta: Mapping[str, Any], model, opt, gen: torch.Generator,
+                    log: Callable[[str], Any]) -> list[dict] | None:
+    """The history of a matching checkpoint at ``path``, its state loaded into
+    ``model``, ``opt``, ``gen`` and the global RNGs; None when there is none,
+    it is for another run, or it cannot be read (the caller starts afresh)."""
+    if not path.exists():
+        return None
+    name = meta["model_name"]
+    try:
+        ck = torch.load(path, map_location="cpu", weights_only=True)
+        if ck.get("format") != CHECKPOINT_FORMAT or any(ck["meta"].get(k) != v
+                                                         for k, v in meta.items()):
+            log(f"[{name}] checkpoint {path} is for another run; starting afresh")
+            return None
+        model.load_state_dict(ck["model"])
+        opt.load_state_dict(ck["optimizer"])
+        gen.set_state(ck["generator"])
+        _set_rng_states(ck["rng"])
+        return list(ck["history"])
+    except Exception as exc:
+        log(f"[{name}] cannot read checkpoint {path} ({exc}); starting afresh")
+        return None
+
+
+def save_model(path: Path, meta: Mapping[str, Any], model, mean, std, history: list[dict],
+               complete: bool) -> None:
+    """The exported model file (``model.pt``) that :func:`load_model` reads."""
+    _torch_save_atomic({
+        "format": MODEL_FORMAT, **meta,
+        "state_dict": {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()},
+        "mean": mean, "std": std, "epochs_done": len(history), "complete": complete,
+        "history": history, "torch_version": str(torch.__version__),
+    }, path)
+
+
+def _finished(model_path: Path, meta: Mapping[str, Any], log) -> bool:
+    """Whether ``model_path`` is a complete model of this very run."""
+    if not model_path.exists():
+        return False
+    try:
+        done = torch.load(model_path, map_location="cpu", weights_only=True)
+        return bool(done.get("complete")) and all(done.get(k) == v for k, v in meta.items())
+    except Exception as exc:  # unreadable: retrain
+        log(f"[{meta['model_name']}] ignoring unreadable {model_path}: {exc}")
+        return False
+
 
 def train_model(model_name: str, X: np.ndarray, y: np.ndarray, *,
                 recipe: str | Mapping[str, Any], out_dir: str | os.PathLike,
@@ -195,137 +335,55 @@ def train_model(model_name: str, X: np.ndarray, y: np.ndarray, *,
     X, y = _check_images(X, y, num_classes)
     models.entry(model_name)  # unknown names fail before any work
     dev = resolve_device(device)
+    set_torch_threads(num_threads)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     model_path, ckpt_path, log_path = out_dir / "model.pt", out_dir / "checkpoint.pt", out_dir / "train_log.csv"
 
-    n = len(X)
     epochs = recipe["epochs"]
     stop = epochs if max_epochs is None else min(epochs, int(max_epochs))
     init_seed, data_seed = _seeds(seed)
     meta = {"model_name": model_name, "num_classes": int(num_classes), "seed": int(seed),
-            "recipe": recipe, "n_train": n, "fingerprint": _fingerprint(X, y)}
+            "recipe": recipe, "n_train": len(X), "fingerprint": _fingerprint(X, y)}
+    if resume and _finished(model_path, meta, log):
+        log(f"[{model_name}] {model_path} is already trained for this data/recipe/seed; skipping")
+        return model_path
 
-    if resume and model_path.exists():
-        try:
-            done = torch.load(model_path, map_location="cpu", weights_only=True)
-            if done.get("complete") and all(done.get(k) == v for k, v in meta.items()):
-                log(f"[{model_name}] {model_path} is already trained for this data/recipe/seed; skipping")
-                return model_path
-        except Exception as exc:  # unreadable: retrain
-            log(f"[{model_name}] ignoring unreadable {model_path}: {exc}")
-
-    mean, std = channel_stats(X)
-    cuda = dev.type == "cuda"
-    model = _build_model(model_name, num_classes, init_seed).to(dev)
-    if cuda:
-        model = model.to(memory_format=torch.channels_last)
+    if dev.type == "cuda":
         torch.backends.cudnn.benchmark = True
-    opt = torch.optim.SGD(model.parameters(), lr=recipe["lr"], momentum=recipe["momentum"],
-                          nesterov=recipe["nesterov"], weight_decay=recipe["weight_decay"])
+    model, opt = build(model_name, num_classes, init_seed, recipe, dev)
     gen = torch.Generator(device="cpu")
     gen.manual_seed(data_seed)
-    history: list[dict] = []
-    start = 0
-
-    if resume and ckpt_path.exists():
-        try:
-            ck = torch.load(ckpt_path, map_location="cpu", weights_only=True)
-            if ck.get("format") != CHECKPOINT_FORMAT or any(ck["meta"].get(k) != v for k, v in meta.items()):
-                log(f"[{model_name}] checkpoint {ckpt_path} is for another run; starting afresh")
-            else:
-                model.load_state_dict(ck["model"])
-                opt.load_state_dict(ck["optimizer"])
-                gen.set_state(ck["generator"])
-                _set_rng_states(ck["rng"])
-                history = list(ck["history"])
-                start = int(ck["scheduler"]["epoch"])
-                log(f"[{model_name}] resuming from {ckpt_path} after epoch {start}/{epochs}")
-        except Exception as exc:
-            log(f"[{model_name}] cannot read checkpoint {ckpt_path} ({exc}); starting afresh")
-            model = _build_model(model_name, num_classes, init_seed).to(dev)
-            if cuda:
-                model = model.to(memory_format=torch.channels_last)
-            opt = torch.optim.SGD(model.parameters(), lr=recipe["lr"], momentum=recipe["momentum"],
-                                  nesterov=recipe["nesterov"], weight_decay=recipe["weight_decay"])
+    history = load_checkpoint(ckpt_path, meta, model, opt, gen, log) if resume else None
+    if history is None:
+        if resume and ckpt_path.exists():      # a failed load may have touched the state
+            model, opt = build(model_name, num_classes, init_seed, recipe, dev)
             gen.manual_seed(data_seed)
-            history, start = [], 0
+        history = []
+    else:
+        log(f"[{model_name}] resuming from {ckpt_path} after epoch {len(history)}/{epochs}")
+    start = len(history)
 
-    bs = min(recipe["batch_size"], n)
-    steps = max(1, n // bs)
-    Xd = torch.from_numpy(X).to(dev).permute(0, 3, 1, 2).contiguous()  # uint8 NCHW on device
-    yd = torch.from_numpy(y).to(dev)
-    mean_t = torch.tensor(mean, dtype=torch.float32, device=dev).view(1, -1, 1, 1)
-    std_t = torch.tensor(std, dtype=torch.float32, device=dev).view(1, -1, 1, 1)
-    shift = recipe["shift"] if recipe["augment"] else 0
-    do_flip = recipe["augment"] and recipe["flip"]
+    data = _Batches(X, y, recipe, dev)
     if start == 0 and stop > 0:
-        log(f"[{model_name}] training on {n} images, {epochs} epochs x {steps} steps of {bs} "
-            f"on {dev} (seed {seed}, {models.count_parameters(model):,} parameters)")
-
+        log(f"[{model_name}] training on {data.n} images, {epochs} epochs x {data.steps} steps "
+            f"of {data.bs} on {dev} (seed {seed}, {models.count_parameters(model):,} parameters)")
     for epoch in range(start, stop):
-        model.train()
-        t0, c0 = time.perf_counter(), time.process_time()
-        perm = torch.randperm(n, generator=gen)
-        loss_sum = torch.zeros((), device=dev, dtype=torch.float64)
-        correct = torch.zeros((), device=dev, dtype=torch.int64)
-        seen = 0
-        lr = lr_at(recipe, epoch, 0, steps)
-        bar = _progress(steps, f"{model_name} {epoch + 1}/{epochs}", progress)
-        for step in range(steps):
-            lr = lr_at(recipe, epoch, step, steps)
-            for g in opt.param_groups:
-                g["lr"] = lr
-            idx = perm[step * bs:(step + 1) * bs]
-            B = len(idx)
-            shifts = torch.randint(-shift, shift + 1, (B, 2), generator=gen) if shift else None
-            flips = (torch.rand(B, generator=gen) < 0.5) if do_flip else None
-            idx_d = idx.to(dev, non_blocking=True)
-            xb = _normalise(Xd[idx_d], mean_t, std_t)
-            if shift or do_flip:
-                xb = augment_batch(xb, shifts if shifts is not None else torch.zeros(B, 2, dtype=torch.long),
-                                   flips, shift, recipe["pad_mode"])
-            if cuda:
-                xb = xb.contiguous(memory_format=torch.channels_last)
-            yb = yd[idx_d]
-            with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=cuda):
-                out = model(xb)
-            loss = F.cross_entropy(out.float(), yb)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            loss_sum += loss.detach().double() * B
-            correct += (out.detach().argmax(1) == yb).sum()
-            seen += B
-            bar.update(1)
-            if progress and (step % 20 == 0 or step == steps - 1):
-                bar.set_postfix(loss=f"{loss_sum.item() / seen:.3f}", lr=f"{lr:.3g}", refresh=False)
-        bar.close()
-        if not math.isfinite(loss_sum.item()):
-            raise FloatingPointError(f"[{model_name}] training loss became non-finite in epoch {epoch + 1}")
-        row = {"epoch": epoch + 1, "loss": loss_sum.item() / seen,
-               "accuracy": correct.item() / seen, "lr": lr,
-               "seconds": round(time.perf_counter() - t0, 3),
-               "cpu_seconds": round(time.process_time() - c0, 3)}
+        try:
+            row = train_one_epoch(model, opt, data, recipe, epoch, gen,
+                                  desc=f"{model_name} {epoch + 1}/{epochs}", progress=progress)
+        except FloatingPointError as exc:
+            raise FloatingPointError(f"[{model_name}] {exc}") from None
+        seen = row.pop("images")
         history.append(row)
-        _torch_save_atomic({
-            "format": CHECKPOINT_FORMAT, "meta": meta,
-            "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
-            "optimizer": opt.state_dict(), "scheduler": {"epoch": epoch + 1},
-            "generator": gen.get_state(), "rng": _rng_states(), "history": history,
-        }, ckpt_path)
+        save_checkpoint(ckpt_path, meta, model, opt, gen, history)
         _write_log(log_path, history)
         log(f"[{model_name}] epoch {epoch + 1}/{epochs} loss {row['loss']:.4f} "
-            f"acc {row['accuracy']:.4f} lr {lr:.4g} {row['seconds']:.1f}s (cpu {row['cpu_seconds']:.1f}s) "
-            f"({seen / max(row['seconds'], 1e-9):.0f} img/s)")
+            f"acc {row['accuracy']:.4f} lr {row['lr']:.4g} {row['seconds']:.1f}s "
+            f"(cpu {row['cpu_seconds']:.1f}s) ({seen / max(row['seconds'], 1e-9):.0f} img/s)")
 
     complete = len(history) >= epochs
-    _torch_save_atomic({
-        "format": MODEL_FORMAT, **meta,
-        "state_dict": {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()},
-        "mean": mean, "std": std, "epochs_done": len(history), "complete": complete,
-        "history": history, "torch_version": str(torch.__version__),
-    }, model_path)
+    save_model(model_path, meta, model, *data.stats, history, complete)
     _write_log(log_path, history)
     if complete and not keep_checkpoint and ckpt_path.exists():
         ckpt_path.unlink()
