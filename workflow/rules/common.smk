@@ -1,9 +1,15 @@
 # Shared names, wildcard constraints and input functions of every stage.
+import os
 import re
 from pathlib import Path
 
 from fitontest.config import calibrator_names, check_config
 from fitontest.registry import use_plugins
+
+# Every job's Python gets the same string hashes, so that set and dict orders in
+# plotting libraries (the CD diagrams' bars) are the same in every process:
+# same config, same files, locally and on a cluster.
+os.environ.setdefault("PYTHONHASHSEED", "0")
 
 # The user's evaluator modules (config `plugins`): imported here, and exported
 # to every job through FITONTEST_PLUGINS (README, "Adding an evaluator").

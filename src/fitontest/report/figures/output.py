@@ -24,7 +24,9 @@ def save(fig, path_stem, dpi: int = 150) -> list[Path]:
     for ext in ("pdf", "png"):
         final = stem.parent / f"{stem.name}.{ext}"
         with atomic_path(final, suffix=f".{ext}") as tmp:
-            fig.savefig(tmp, format=ext, dpi=dpi, bbox_inches="tight")
+            # no creation date in the PDF: same inputs, same bytes
+            fig.savefig(tmp, format=ext, dpi=dpi, bbox_inches="tight",
+                        metadata={"CreationDate": None} if ext == "pdf" else None)
         paths.append(final)
     plt.close(fig)
     return paths
