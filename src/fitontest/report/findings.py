@@ -75,7 +75,7 @@ import yaml
 
 from .aggregate import aggregate
 from .frames import resolve_ranked_calibrators, select_truth, spearman_by_group
-from fitontest.io import atomic_path
+from fitontest.io import write_text
 from fitontest.schema import (CALIBRATOR_COLUMNS, CALIBRATOR_KEYS, SCORE_COLUMNS, SCORE_KEYS,
                               SYNTHETIC_COLUMNS, SYNTHETIC_KEYS)
 
@@ -624,10 +624,8 @@ def findings_markdown(findings: pd.DataFrame, exp: str = "") -> str:
 
 def write_findings(findings: pd.DataFrame, md_path, csv_path, exp: str = "") -> None:
     """Write ``findings.md`` and ``findings.csv`` atomically."""
-    with atomic_path(md_path) as tmp:
-        tmp.write_text(findings_markdown(findings, exp), encoding="utf-8")
-    with atomic_path(csv_path) as tmp:
-        findings.to_csv(tmp, index=False)
+    write_text(md_path, findings_markdown(findings, exp))
+    write_text(csv_path, findings.to_csv(index=False))
 
 
 __all__ = ["Claim", "CHECKS", "Evidence", "NotTestable", "check_kind", "load_claims",
