@@ -8,7 +8,13 @@ from fitontest.config import coerce_cli_types
 min_version("8.0")
 
 
-configfile: "config/config.yaml"
+# A config given with --configfile is a whole config (config/paper.yaml,
+# config/rehearsal.yaml, yours): it replaces the embedded default rather than
+# merging into it, which would add the default's networks and tasks to the
+# paper's. --config key=value overrides keys of whichever config is in use.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
 
 
 # nested --config overrides arrive as strings ('600'): give them their types
