@@ -3,7 +3,7 @@
 #   snakemake --cores 8 --configfile config/paper.yaml --config cifar5m_dir=/data/cifar5m
 from snakemake.utils import min_version, validate
 
-from fitontest.config import coerce_cli_types
+from fitontest.study.config import coerce_cli_types
 
 min_version("8.0")
 

@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 from scipy.special import softmax
 
-from fitontest import tasks
-from fitontest.io import load_npz
-from fitontest.metrics import true_ce
-from fitontest.truth import TRUTHS
+from fitontest.study import tasks
+from fitontest.core.io import load_npz
+from fitontest.methods.metrics import true_ce
+from fitontest.study.truth import TRUTHS
 
 HIGH = 0.8
 

@@ -22,7 +22,8 @@ import time
 
 import numpy as np
 
-from fitontest import families, truth
+from fitontest.methods import families
+from fitontest.study import truth
 
 
 def _timed(fn):

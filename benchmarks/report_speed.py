@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from fitontest.report import write
-from fitontest.schema import SCORE_COLUMNS, SCORE_VALUES
+from fitontest.study.schema import SCORE_COLUMNS, SCORE_VALUES
 
 
 def frame(n_eval: int, scale: int) -> pd.DataFrame:

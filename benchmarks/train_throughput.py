@@ -20,9 +20,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from fitontest import models
-from fitontest.recipes import get_recipe
-from fitontest.train import _normalise, augment_batch, predict_logits, resolve_device
+from fitontest.vision import models
+from fitontest.vision.recipes import get_recipe
+from fitontest.vision.train import _normalise, augment_batch, predict_logits, resolve_device
 
 CPU_DEFAULT = ["cnn_tiny", "resnet8", "resnet20", "densenet10", "densenet_small",
                "wrn10_2", "wrn16_2", "resnet110"]

@@ -5,7 +5,8 @@ import pytest
 from scipy.special import softmax
 
 import fitontest
-from fitontest import experiment, families, metrics, tasks
+from fitontest.study import experiment, tasks
+from fitontest.methods import families, metrics
 
 
 def data(n=1500, k=4, seed=0, scale=2.0):

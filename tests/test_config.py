@@ -4,7 +4,7 @@ import copy
 import pytest
 
 from conftest import load_config, run_snakemake, write_mini_cifar5m
-from fitontest.config import ConfigError, check_config
+from fitontest.study.config import ConfigError, check_config
 
 
 @pytest.fixture
@@ -70,7 +70,7 @@ def test_snakemake_refuses_bad_config_before_any_job(tmp_path):
 
 
 def test_cli_strings_get_their_types():
-    from fitontest.config import coerce_cli_types
+    from fitontest.study.config import coerce_cli_types
 
     cfg = {"split": {"n_train": "600", "seed": "0"}, "cifar5m_dir": "/data/c5m",
            "training": {"progress": "false", "lr": "0.05"}, "x": ["1", "none", "null"],

@@ -3,9 +3,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fitontest.experiment import calibrator_rows, score_external, score_rows, tidy
-from fitontest.io import load_subsets, save_subsets
-from fitontest.schema import SCORE_COLUMNS, SCORE_VALUES
+from fitontest.study.experiment import calibrator_rows, score_external, score_rows, tidy
+from fitontest.core.io import load_subsets, save_subsets
+from fitontest.study.schema import SCORE_COLUMNS, SCORE_VALUES
 
 
 def test_score_rows_by_hand():
@@ -43,8 +43,8 @@ def test_score_evaluator_interval_columns():
     """Binning evaluator: an interval per subset, equal to ce_interval on that
     subset with the documented seed, the same for every truth; a refitted
     family with refit_n_boot 0: NaN. true_ce_pop: the hold-out mean, per truth."""
-    from fitontest.experiment import score_evaluator
-    from fitontest.intervals import ce_interval
+    from fitontest.study.experiment import score_evaluator
+    from fitontest.methods.intervals import ce_interval
 
     rng = np.random.default_rng(3)
     hold = rng.beta(2, 5, 4000)

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from fitontest import families
-from fitontest.validation import logit
+from fitontest.methods import families
+from fitontest.core.validation import logit
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from fitontest.report import findings as F
-from fitontest.schema import CALIBRATOR_COLUMNS, SCORE_COLUMNS
+from fitontest.study.schema import CALIBRATOR_COLUMNS, SCORE_COLUMNS
 
 KEYS = dict(arch="net", task="car", calibrator="none", size=1000, seed=0, truth="isotonic")
 
@@ -294,7 +294,7 @@ def test_spearman_claims_match_scipy():
 
 
 def test_synthetic_spearman_is_across_ce_levels():
-    from fitontest.schema import SYNTHETIC_COLUMNS
+    from fitontest.study.schema import SYNTHETIC_COLUMNS
 
     levels = [0.0, 0.02, 0.05, 0.1]
     est = {"iso": [0.01, 0.03, 0.04, 0.12], "es": [0.03, 0.01, 0.06, 0.05]}

@@ -4,10 +4,10 @@ import os
 import numpy as np
 import pytest
 
-from fitontest import metrics
-from fitontest.registry import Registry
-from fitontest.selection import complexity_rule, kfold_indices
-from fitontest.validation import check_binary, check_scores, logit
+from fitontest.methods import metrics
+from fitontest.core.registry import Registry
+from fitontest.methods.selection import complexity_rule, kfold_indices
+from fitontest.core.validation import check_binary, check_scores, logit
 
 
 def test_registry_register_get_names_and_errors():
@@ -31,7 +31,7 @@ def test_registry_register_get_names_and_errors():
 def test_a_plugin_class_goes_to_the_registry_of_its_base(tmp_path, monkeypatch):
     """``path.py:ClassName`` registers the class in the registry whose ``base``
     it subclasses; a class subclassing no registry's base is a ValueError."""
-    from fitontest import registry
+    from fitontest.core import registry
 
     monkeypatch.setattr(registry, "_TYPED", [])   # keep the package's registries untouched
     monkeypatch.setattr(registry, "_loaded", {})
@@ -125,7 +125,7 @@ def test_metrics_by_hand():
 # ------------------------------------------------------- runtime: threads, device
 def test_torch_threads_are_restored_after_the_block_even_on_error():
     torch = pytest.importorskip("torch")
-    from fitontest.runtime import set_torch_threads, torch_threads
+    from fitontest.core.runtime import set_torch_threads, torch_threads
 
     old = torch.get_num_threads()
     try:
@@ -145,7 +145,7 @@ def test_torch_threads_are_restored_after_the_block_even_on_error():
 def test_blas_and_numba_threads_are_restored_after_the_block():
     from threadpoolctl import threadpool_info
 
-    from fitontest.runtime import blas_threads, numba_threads
+    from fitontest.core.runtime import blas_threads, numba_threads
 
     def blas():
         return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
@@ -166,7 +166,7 @@ def test_blas_and_numba_threads_are_restored_after_the_block():
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
 def test_bad_thread_counts_are_named(bad):
-    from fitontest.runtime import blas_threads, set_torch_threads
+    from fitontest.core.runtime import blas_threads, set_torch_threads
 
     with pytest.raises(ValueError, match="n_threads must be a positive integer"):
         with blas_threads(bad):
@@ -180,7 +180,7 @@ def test_limit_threads_sets_the_job_wide_limit():
     import sys
 
     code = ("import os, numpy; from threadpoolctl import threadpool_info; "
-            "from fitontest.runtime import limit_threads; limit_threads(1); "
+            "from fitontest.core.runtime import limit_threads; limit_threads(1); "
             "assert os.environ['OMP_NUM_THREADS'] == '1', os.environ['OMP_NUM_THREADS']; "
             "assert all(p['num_threads'] == 1 for p in threadpool_info())")
     env = {**os.environ, "OMP_NUM_THREADS": "2"}
@@ -189,7 +189,7 @@ def test_limit_threads_sets_the_job_wide_limit():
 
 def test_resolve_device_names_and_errors(monkeypatch):
     torch = pytest.importorskip("torch")
-    from fitontest.runtime import DeviceUnavailableError, resolve_device
+    from fitontest.core.runtime import DeviceUnavailableError, resolve_device
 
     assert resolve_device("cpu") == torch.device("cpu")
     assert resolve_device(" CPU ") == torch.device("cpu")

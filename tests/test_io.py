@@ -1,7 +1,7 @@
-"""Atomic writers of fitontest.io: the target is whole or untouched, no temporary left."""
+"""Atomic writers of fitontest.core.io: the target is whole or untouched, no temporary left."""
 import pytest
 
-from fitontest import io
+from fitontest.core import io
 
 
 def test_write_text_and_bytes_round_trip(tmp_path):

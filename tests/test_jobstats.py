@@ -2,7 +2,7 @@
 import pandas as pd
 import pytest
 
-from fitontest.jobstats import main, summarise
+from fitontest.study.jobstats import main, summarise
 
 HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 

@@ -5,7 +5,7 @@ from scipy import stats as sps
 
 from fitontest.report import write
 from fitontest.report.specs import build, spec_named
-from fitontest.schema import SCORE_COLUMNS, SCORE_VALUES, SYNTHETIC_COLUMNS
+from fitontest.study.schema import SCORE_COLUMNS, SCORE_VALUES, SYNTHETIC_COLUMNS
 
 CI_COLUMNS = ["ce_lo", "ce_hi", "ci_level", "true_ce_pop"]
 assert set(CI_COLUMNS) <= set(SCORE_COLUMNS) and set(CI_COLUMNS) <= set(SYNTHETIC_COLUMNS)

@@ -6,7 +6,7 @@ from scipy import stats as sps
 
 from fitontest.report import write
 from fitontest.report.specs import SCORE_UNITS, SPECS, TableSpec, build
-from fitontest.schema import SCORE_COLUMNS, SCORE_VALUES
+from fitontest.study.schema import SCORE_COLUMNS, SCORE_VALUES
 
 
 def test_spec_names_unique():

@@ -13,7 +13,7 @@ from scipy import stats as sps  # noqa: E402
 from fitontest.report import stats  # noqa: E402
 from fitontest.report.figures.cd import critical_difference_diagram  # noqa: E402
 from fitontest.report.specs import build, spec_named  # noqa: E402
-from fitontest.schema import SCORE_COLUMNS, SCORE_VALUES  # noqa: E402
+from fitontest.study.schema import SCORE_COLUMNS, SCORE_VALUES  # noqa: E402
 
 
 def test_mean_interval_covers_the_true_mean_95_percent_of_the_time():

@@ -1,7 +1,7 @@
 """Fitting cluster requests to the largest SLURM node (workflow/rules/cluster.smk)."""
 import pytest
 
-from fitontest.slurm import fit_request, gpus_of, parse_sinfo
+from fitontest.study.slurm import fit_request, gpus_of, parse_sinfo
 
 
 @pytest.mark.parametrize("gres,n", [("(null)", 0), ("gpu:4", 4), ("gpu:a100:2(S:0-1)", 2),
@@ -51,7 +51,7 @@ def test_cap_rules_fits_fixed_and_per_job_values_of_snakemake_rules():
 
     from snakemake.resources import Resources
 
-    from fitontest.slurm import cap_rules
+    from fitontest.study.slurm import cap_rules
 
     rule = SimpleNamespace(name="train", resources=Resources.from_mapping(
         {"mem_mb": 32000, "runtime": 600, "cpus_per_task": lambda wildcards: 8}))

@@ -2,8 +2,9 @@
 import numpy as np
 import pytest
 
-from fitontest import experiment, families
-from fitontest.families import smece as sm
+from fitontest.study import experiment
+from fitontest.methods import families
+from fitontest.methods.families import smece as sm
 
 relplot = pytest.importorskip("relplot")
 

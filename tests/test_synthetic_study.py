@@ -3,10 +3,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fitontest.data import synthetic
+from fitontest.vision.data import synthetic
 from fitontest.report.specs import build, spec_named
-from fitontest.schema import SYNTHETIC_COLUMNS
-from fitontest.synthetic_study import score_shape
+from fitontest.study.schema import SYNTHETIC_COLUMNS
+from fitontest.study.synthetic import score_shape
 
 EVALUATORS = ["ece_es15", "ece_es_cv", "isotonic", "platt"]
 

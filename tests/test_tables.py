@@ -11,7 +11,7 @@ from scipy import stats
 
 from fitontest.report import frames, write
 from fitontest.report.specs import build, spec_named
-from fitontest.schema import (CALIBRATOR_COLUMNS, SCORE_COLUMNS, SCORE_VALUES,
+from fitontest.study.schema import (CALIBRATOR_COLUMNS, SCORE_COLUMNS, SCORE_VALUES,
                               SYNTHETIC_COLUMNS)
 
 

@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
-from fitontest import multiclass, tasks
+from fitontest.methods import multiclass
+from fitontest.study import tasks
 
 PROBS = np.array([[0.7, 0.2, 0.1],
                   [0.1, 0.3, 0.6],
@@ -138,7 +139,7 @@ def test_reductions_are_consistent(pz):
 
 
 def test_event_posterior_by_hand():
-    from fitontest.tasks import event_posterior
+    from fitontest.study.tasks import event_posterior
 
     probs = np.array([[0.2, 0.5, 0.3], [0.6, 0.1, 0.3]])
     post = np.array([[0.1, 0.7, 0.2], [0.3, 0.3, 0.4]])

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from fitontest import train
-from fitontest.train import (augment_batch, export_logits, get_recipe, load_model, lr_at,
+from fitontest.vision import train
+from fitontest.vision.train import (augment_batch, export_logits, get_recipe, load_model, lr_at,
                              resolve_device, train_model)
 
 RECIPE = {"epochs": 2, "batch_size": 32, "lr": 0.05, "schedule": "cosine",

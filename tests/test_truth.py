@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from sklearn.isotonic import IsotonicRegression
 
-from fitontest import truth
+from fitontest.study import truth
 
 
 @pytest.fixture(scope="module")

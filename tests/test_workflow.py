@@ -119,7 +119,7 @@ def test_tiny_run_external_evaluator_matches_textbook_ece(tiny_run):
     row = scores[(scores.evaluator == "ece_ew10_external") & (scores.truth == "isotonic")
                  & (scores.calibrator == "none") & (scores.task == "car")
                  & (scores["size"] == 300)].iloc[0]
-    from fitontest.io import load_npz, load_subsets
+    from fitontest.core.io import load_npz, load_subsets
 
     d = load_npz(tiny_run / "calibrated/net/car/none.npz")
     pos = load_subsets(tiny_run / "data/subsets.npz")[(300, 0)]
@@ -180,7 +180,7 @@ HEAVY_RULES = ["split", "train", "export_logits", "calibrate_multiclass", "calib
 
 def test_tiny_run_benchmarks_every_heavy_job(tiny_run):
     """Each heavy job leaves a Snakemake benchmark; the summary reads them all."""
-    from fitontest.jobstats import read_benchmarks, summarise
+    from fitontest.study.jobstats import read_benchmarks, summarise
 
     cfg = tiny_config()
     bench = tiny_run / "benchmarks"
@@ -259,7 +259,7 @@ def test_slurm_profile_dry_run_without_conda(tmp_path, where):
 
 def test_tiny_run_is_deterministic_in_its_split(tiny_run, tmp_path):
     """Re-running the split rule alone gives the same subsets."""
-    from fitontest.io import load_subsets
+    from fitontest.core.io import load_subsets
 
     out = run_snakemake(tmp_path, "--cores", "1", "results/tiny/data/subsets.npz",
                         config=tiny_config())

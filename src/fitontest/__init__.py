@@ -15,6 +15,10 @@ The front door for a model's K-class predictions:
 """
 __version__ = "0.1.0"
 
+from . import _public
+
+_public.install()
+
 # Loaded on first use (PEP 562): `import fitontest` (every workflow job does)
 # stays light, and no name shadows a submodule.
 _LAZY = {
@@ -25,13 +29,15 @@ _LAZY = {
 
 
 def __getattr__(name):
-    if name in _LAZY:
-        import importlib
+    import importlib
 
+    if name in _LAZY:
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(f".{module}", __name__), attr)
+    if name in _public.PUBLIC:  # fitontest.families etc. (docs/architecture.md)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'fitontest' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted([*globals(), *_LAZY])
+    return sorted([*globals(), *_LAZY, *_public.PUBLIC])

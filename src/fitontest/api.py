@@ -32,8 +32,9 @@ from typing import Any, Sequence
 import numpy as np
 from sklearn.base import clone
 
-from . import families, tasks
-from .families.base import estimates
+from .methods import families
+from .study import tasks
+from .methods.families.base import estimates
 
 MODES = ("confidence", "classwise", "ovr")
 
@@ -129,13 +130,13 @@ def to_numpy(x, name: str) -> np.ndarray:
 def class_probabilities(probs_or_logits, from_logits: bool = False) -> np.ndarray:
     """(n, K) float64 probabilities, checked: rows sum to 1 unless ``from_logits``
     (then a softmax, or a sigmoid for a 1-D binary logit)."""
-    from .multiclass.base import check_logits, softmax
+    from .methods.multiclass.base import check_logits, softmax
 
     a = to_numpy(probs_or_logits, "logits" if from_logits else "probs")
     if a.ndim == 1:
         a = a.astype(np.float64)
         if from_logits:
-            from .validation import sigmoid
+            from .core.validation import sigmoid
             a = sigmoid(a)
         elif np.isfinite(a).all() and ((a < 0) | (a > 1)).any():
             raise ValueError("a 1-D probs array holds a binary model's P(class 1) and must lie "
@@ -173,7 +174,7 @@ def max_calibration_error(fam, name: str = "") -> float:
     own = getattr(fam, "max_calibration_error", None)
     if callable(own):
         return float(own())
-    from .families.binning import BinningFamily
+    from .methods.families.binning import BinningFamily
 
     if isinstance(fam, BinningFamily):
         return float(np.max(np.abs(fam.bin_shift_[fam.bin_counts_ > 0])))
@@ -202,7 +203,7 @@ def evaluate_binary(evaluator, scores, labels, p=1, interval: float | None = Non
     if interval is not None:
         if p == "max":
             raise ValueError("intervals are available for p=1 and p=2, not p='max'")
-        from . import metrics
+        from .methods import metrics
         if not hasattr(metrics, "ce_interval"):
             raise ValueError("intervals need fitontest.metrics.ce_interval, which this "
                              "version lacks")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import jobstats
+from .study import jobstats
 
 LABEL_KEYS = ("labels", "label", "y")
 PRED_KEYS = ("probs", "probabilities", "logits", "scores")
@@ -126,7 +126,7 @@ def result_table(results) -> str:
 
 def cmd_evaluate(args) -> int:
     from .api import class_probabilities, evaluate, to_numpy
-    from . import tasks
+    from .study import tasks
 
     pred, y, is_logits = read_predictions(args.pred, args.labels, args.labels_key, args.key)
     from_logits = args.from_logits or is_logits
@@ -137,7 +137,7 @@ def cmd_evaluate(args) -> int:
     if args.plot:
         import matplotlib
         matplotlib.use("Agg")
-        from .io import atomic_path
+        from .core.io import atomic_path
         from .report.figures.smooth import smooth_reliability_diagram
 
         probs = class_probabilities(pred, from_logits)
@@ -163,7 +163,7 @@ def cmd_evaluate(args) -> int:
 
 # ------------------------------------------------------------------ families
 def family_rows() -> list[tuple[str, str, str]]:
-    from . import families, multiclass
+    from .methods import families, multiclass
 
     def first_line(obj):
         doc = (obj.__doc__ or "").strip()
@@ -197,8 +197,8 @@ def cmd_families(args) -> int:
 # --------------------------------------------------------------------- bench
 def resolve_evaluator(target: str) -> tuple[str, str | None]:
     """(registered name, plugin spec or None) of a name or ``module[:Class]``."""
-    from . import families
-    from .registry import absolute_spec, use_plugins
+    from .methods import families
+    from .core.registry import absolute_spec, use_plugins
 
     if target in families.names():
         return target, None
@@ -316,7 +316,7 @@ def cmd_bench(args) -> int:
     import pandas as pd
     import yaml
 
-    from .io import atomic_path
+    from .core.io import atomic_path
 
     name, spec = resolve_evaluator(args.target)
     snakefile = find_snakefile(args.snakefile)

@@ -6,6 +6,6 @@
 # training.device: cpu drops every GPU request.
 from snakemake.logging import logger
 
-from fitontest.slurm import cap_rules, largest_node
+from fitontest.study.slurm import cap_rules, largest_node
 
 cap_rules(workflow.rules, largest_node(), config["training"]["device"], warn=logger.warning)

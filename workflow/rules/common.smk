@@ -3,8 +3,8 @@ import os
 import re
 from pathlib import Path
 
-from fitontest.config import calibrator_names, check_config
-from fitontest.registry import use_plugins
+from fitontest.study.config import calibrator_names, check_config
+from fitontest.core.registry import use_plugins
 
 # Every job's Python gets the same string hashes, so that set and dict orders in
 # plotting libraries (the CD diagrams' bars) are the same in every process:

@@ -1,9 +1,9 @@
 """Rule calibrate_binary: a binary family fitted on the validation scores of each task."""
 import numpy as np
 
-from fitontest.experiment import family_params, fit_family
-from fitontest.io import load_npz, save_npz, script_logger
-from fitontest.runtime import limit_threads
+from fitontest.study.experiment import family_params, fit_family
+from fitontest.core.io import load_npz, save_npz, script_logger
+from fitontest.core.runtime import limit_threads
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)

@@ -1,9 +1,10 @@
 """Rule calibrate_multiclass: fit on validation logits, reduce to every binary task."""
 import numpy as np
 
-from fitontest import multiclass, tasks
-from fitontest.io import load_npz, save_npz, script_logger
-from fitontest.runtime import limit_threads
+from fitontest.methods import multiclass
+from fitontest.study import tasks
+from fitontest.core.io import load_npz, save_npz, script_logger
+from fitontest.core.runtime import limit_threads
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)

@@ -3,10 +3,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from fitontest.experiment import calibrator_rows
-from fitontest.io import load_npz, save_parquet, script_logger
-from fitontest.runtime import limit_threads
-from fitontest.schema import CALIBRATOR_COLUMNS
+from fitontest.study.experiment import calibrator_rows
+from fitontest.core.io import load_npz, save_parquet, script_logger
+from fitontest.core.runtime import limit_threads
+from fitontest.study.schema import CALIBRATOR_COLUMNS
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)

@@ -1,8 +1,8 @@
 """Rules collect_scores / synthetic_collect: per-job score files in one tidy table."""
 import pandas as pd
 
-from fitontest.io import save_parquet, script_logger
-from fitontest.runtime import limit_threads
+from fitontest.core.io import save_parquet, script_logger
+from fitontest.core.runtime import limit_threads
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)

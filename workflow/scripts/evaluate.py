@@ -1,8 +1,8 @@
 """Rule evaluate: one evaluator on every test subset of every (task, calibrator) of a network."""
-from fitontest.experiment import family_params, score_evaluator, tidy
-from fitontest.io import load_npz, load_subsets, save_parquet, script_logger
-from fitontest.runtime import limit_threads
-from fitontest.schema import SCORE_COLUMNS
+from fitontest.study.experiment import family_params, score_evaluator, tidy
+from fitontest.core.io import load_npz, load_subsets, save_parquet, script_logger
+from fitontest.core.runtime import limit_threads
+from fitontest.study.schema import SCORE_COLUMNS
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)

@@ -1,10 +1,10 @@
 """Rule export_logits: logits of one trained network on one split, in chunks."""
 import numpy as np
 
-from fitontest import train
-from fitontest.data import sources, split
-from fitontest.io import atomic_path, load_npz, script_logger
-from fitontest.runtime import limit_threads
+from fitontest.vision import train
+from fitontest.vision.data import sources, split
+from fitontest.core.io import atomic_path, load_npz, script_logger
+from fitontest.core.runtime import limit_threads
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)

@@ -1,9 +1,9 @@
 """Rule figures: reliability diagrams, fit-on-test maps, rankings and summaries."""
 import pandas as pd
 
-from fitontest.io import load_npz, optional_input, script_logger
+from fitontest.core.io import load_npz, optional_input, script_logger
 from fitontest.report.figures.output import write_all_figures, write_default_figures
-from fitontest.runtime import limit_threads
+from fitontest.core.runtime import limit_threads
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)

@@ -1,7 +1,7 @@
 """Rule findings: which of the paper's conclusions this run reproduces (findings.md/.csv)."""
 import pandas as pd
 
-from fitontest.io import optional_input, script_logger
+from fitontest.core.io import optional_input, script_logger
 from fitontest.report import findings
 from fitontest.report.stats import significance_markers
 

@@ -1,8 +1,8 @@
 """Rule score_external: score the output of an external evaluator rule."""
-from fitontest.experiment import score_external, tidy
-from fitontest.io import load_npz, load_subsets, save_parquet, script_logger
-from fitontest.runtime import limit_threads
-from fitontest.schema import SCORE_COLUMNS
+from fitontest.study.experiment import score_external, tidy
+from fitontest.core.io import load_npz, load_subsets, save_parquet, script_logger
+from fitontest.core.runtime import limit_threads
+from fitontest.study.schema import SCORE_COLUMNS
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)

@@ -1,7 +1,7 @@
 """Rule split: the train/val/hold-out indices and the test subsets of the hold-out."""
-from fitontest.data import sources, split
-from fitontest.io import save_subsets, script_logger
-from fitontest.runtime import limit_threads
+from fitontest.vision.data import sources, split
+from fitontest.core.io import save_subsets, script_logger
+from fitontest.core.runtime import limit_threads
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)

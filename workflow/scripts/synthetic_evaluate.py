@@ -1,8 +1,8 @@
 """Rule synthetic_evaluate: one evaluator on one synthetic shape, every level/size/seed."""
-from fitontest.experiment import family_params
-from fitontest.io import save_parquet, script_logger
-from fitontest.runtime import limit_threads
-from fitontest.synthetic_study import score_shape
+from fitontest.study.experiment import family_params
+from fitontest.core.io import save_parquet, script_logger
+from fitontest.core.runtime import limit_threads
+from fitontest.study.synthetic import score_shape
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)

@@ -1,10 +1,10 @@
 """Rule tables: every paper table (CSV, Markdown, LaTeX, CD diagrams) from the tidy result files."""
 import pandas as pd
 
-from fitontest.io import optional_input, script_logger
+from fitontest.core.io import optional_input, script_logger
 from fitontest.report.write import write_all
-from fitontest.runtime import limit_threads
-from fitontest.schema import CALIBRATOR_COLUMNS, SCORE_COLUMNS
+from fitontest.core.runtime import limit_threads
+from fitontest.study.schema import CALIBRATOR_COLUMNS, SCORE_COLUMNS
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)

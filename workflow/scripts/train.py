@@ -1,10 +1,10 @@
 """Rule train: one network on the training split (resumes from its checkpoint)."""
 from pathlib import Path
 
-from fitontest import train
-from fitontest.data import sources, split
-from fitontest.io import script_logger
-from fitontest.runtime import limit_threads
+from fitontest.vision import train
+from fitontest.vision.data import sources, split
+from fitontest.core.io import script_logger
+from fitontest.core.runtime import limit_threads
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)

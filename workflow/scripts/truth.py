@@ -1,9 +1,9 @@
 """Rule truth: true-map estimates c(s) at every hold-out score of each calibrated model."""
 import time
 
-from fitontest import truth
-from fitontest.io import load_npz, save_npz, script_logger
-from fitontest.runtime import limit_threads
+from fitontest.study import truth
+from fitontest.core.io import load_npz, save_npz, script_logger
+from fitontest.core.runtime import limit_threads
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)

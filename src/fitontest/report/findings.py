@@ -75,8 +75,8 @@ import yaml
 
 from .aggregate import aggregate
 from .frames import resolve_ranked_calibrators, select_truth, spearman_by_group
-from fitontest.io import write_text
-from fitontest.schema import (CALIBRATOR_COLUMNS, CALIBRATOR_KEYS, SCORE_COLUMNS, SCORE_KEYS,
+from fitontest.core.io import write_text
+from fitontest.study.schema import (CALIBRATOR_COLUMNS, CALIBRATOR_KEYS, SCORE_COLUMNS, SCORE_KEYS,
                               SYNTHETIC_COLUMNS, SYNTHETIC_KEYS)
 
 HOLDS, FAILS, NOT_TESTABLE = "holds", "does not hold", "not testable"

@@ -10,7 +10,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..tasks import CONFIDENCE
+from fitontest.study.tasks import CONFIDENCE
 
 #: The paper's six calibrators whose estimated vs true CE rankings give the
 #: Spearman tables (Table 4). The single source of this list: the config's

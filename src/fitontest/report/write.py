@@ -39,7 +39,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from ..io import write_text
+from fitontest.core.io import write_text
 from .frames import truths
 from .html_table import table_html
 from .specs import build_tables

@@ -5,13 +5,13 @@ from typing import Mapping
 
 import numpy as np
 
-from ...validation import check_binary, check_scores, logit
+from fitontest.core.validation import check_binary, check_scores, logit
 from .axes import new_ax
 
 def family_and_name(family_or_name):
     """A fresh, unfitted family from a name or an estimator (cloned)."""
     if isinstance(family_or_name, str):
-        from ... import families
+        from fitontest.methods import families
 
         return families.get(family_or_name), family_or_name
     from sklearn.base import clone

@@ -8,8 +8,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from ...io import atomic_path
-from ...tasks import CONFIDENCE
+from fitontest.core.io import atomic_path
+from fitontest.study.tasks import CONFIDENCE
 from ..frames import one_truth, order
 from .maps import draw_fit_on_test, family_and_name, logit_logit_plot
 from .reliability import STYLES, reliability_diagram
@@ -70,7 +70,7 @@ def _map_evaluators(scores_df, evaluators, limit: int):
         return list(evaluators)[:limit]
     if scores_df is None or scores_df.empty:
         return []
-    from ... import families
+    from fitontest.methods import families
 
     out = []
     for name in order(scores_df, "evaluator"):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from matplotlib.patches import Polygon
 
-from ...validation import check_binary, check_scores
+from fitontest.core.validation import check_binary, check_scores
 from .axes import new_ax
 
 STYLES = ("bars", "bars_centres", "histogram", "diagonal_filling")

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import families
-from ...families.smece import smoothed_map
-from ...validation import check_binary
+from fitontest.methods import families
+from fitontest.methods.families.smece import smoothed_map
+from fitontest.core.validation import check_binary
 from .axes import new_ax
 
 

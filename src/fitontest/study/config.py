@@ -1,0 +1,142 @@
+"""Checks of a workflow config made before any job starts.
+
+The JSON schema (workflow/schemas/config.schema.yaml) checks types and fills
+defaults; this module checks what a schema cannot: names against the
+registries, sizes against the hold-out, the data files. Every error names the
+config key to fix.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+
+def coerce_cli_types(value: Any) -> Any:
+    """Numbers, booleans and null given as strings, made real (in place for dicts).
+
+    Snakemake's ``--config key={a: 1}`` keeps nested values as strings ('1');
+    a string that YAML reads as int, float, bool or null is converted so the
+    schema sees the type the user meant. Other strings stay strings.
+    """
+    import yaml
+
+    if isinstance(value, dict):
+        for k in list(value):
+            value[k] = coerce_cli_types(value[k])
+        return value
+    if isinstance(value, list):
+        return [coerce_cli_types(v) for v in value]
+    if isinstance(value, str):
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            return value
+        if parsed is None or isinstance(parsed, (bool, int, float)):
+            return parsed
+    return value
+
+
+class ConfigError(ValueError):
+    """A config value that cannot work; the message names the key."""
+
+
+def _unknown(key: str, given: Iterable[str], known: Iterable[str]) -> None:
+    known = sorted(known)
+    bad = [g for g in given if g not in known]
+    if bad:
+        raise ConfigError(f"config key {key!r}: unknown name(s) {bad}; known: {', '.join(known)}")
+
+
+def check_family_params(key: str, params: Mapping[str, Mapping[str, Any]] | None) -> None:
+    from fitontest.methods import families
+
+    for name, kw in (params or {}).items():
+        _unknown(key, [name], families.names())
+        valid = families.get(name).get_params()
+        bad = [k for k in (kw or {}) if k not in valid]
+        if bad:
+            raise ConfigError(f"config key '{key}.{name}': {name!r} has no parameter(s) {bad}; "
+                              f"its parameters: {', '.join(sorted(valid))}")
+
+
+def calibrator_names(config: Mapping[str, Any]) -> list[str]:
+    cal = config["calibrators"]
+    return list(dict.fromkeys(["none", *cal["multiclass"], *cal["binary"]]))
+
+
+def check_config(config: Mapping[str, Any]) -> None:
+    """Raise :class:`ConfigError` for the first value that cannot work."""
+    check_synthetic(config)
+    check_family_params("family_params", config.get("family_params"))
+    if config.get("pseudo_real", True):
+        check_pseudo_real(config)
+
+
+def check_synthetic(config: Mapping[str, Any]) -> None:
+    syn = config.get("synthetic") or {}
+    if not syn.get("enabled"):
+        return
+    from fitontest.methods import families
+    from fitontest.vision.data import synthetic
+
+    _unknown("synthetic.shapes", syn["shapes"], synthetic.SHAPES)
+    _unknown("synthetic.evaluators", syn["evaluators"], families.names())
+    for shape in syn["shapes"]:
+        for ce in syn["ce_levels"]:
+            try:
+                synthetic.alpha(shape, ce)
+            except ValueError as e:
+                raise ConfigError(f"config key 'synthetic.ce_levels': {e}") from None
+
+
+def check_pseudo_real(config: Mapping[str, Any]) -> None:
+    from fitontest.methods import families, multiclass
+    from fitontest.vision import models, train
+    from . import truth
+    from fitontest.vision.data import sources
+
+    for arch, spec in config["archs"].items():
+        _unknown(f"archs.{arch}.model", [spec["model"]], models.names())
+        _unknown(f"archs.{arch}.recipe", [spec["recipe"]], train.RECIPES)
+
+    cal = config["calibrators"]
+    _unknown("calibrators.multiclass", cal["multiclass"], multiclass.names())
+    _unknown("calibrators.binary", cal["binary"], families.names())
+    both = set(cal["multiclass"]) & set(cal["binary"])
+    if both:
+        raise ConfigError(f"config key 'calibrators': {sorted(both)} listed as both "
+                          "multi-class and binary")
+    not_map = [n for n in cal["binary"] if not families.entry(n).provides_map]
+    if not_map:
+        raise ConfigError(f"config key 'calibrators.binary': {not_map} give no calibration "
+                          "map and cannot calibrate")
+    _unknown("truth", config["truth"], truth.names())
+    if config.get("data_source") != "procedural":
+        need = [n for n in config["truth"] if truth.needs_posterior(n)]
+        if need:
+            raise ConfigError(f"config key 'truth': {need} need the known class posterior, "
+                              "which only the procedural data source has")
+
+    for task, k in config["tasks"].items():
+        if k is not None and not 0 <= int(k) < 10:
+            raise ConfigError(f"config key 'tasks.{task}': class index {k} is not in 0..9")
+
+    ev = config["evaluation"]
+    _unknown("evaluation.calibrators", ev["calibrators"], calibrator_names(config))
+    _unknown("evaluation.evaluators", ev["evaluators"], families.names())
+    clash = sorted(set(ev.get("external_evaluators", [])) & set(families.names()))
+    if clash:
+        raise ConfigError(f"config key 'evaluation.external_evaluators': {clash} clash with "
+                          "registered family names; rename the external evaluator")
+    total = sum(ev["sizes"])
+    n_holdout = config["split"]["n_holdout"]
+    if total > n_holdout:
+        raise ConfigError(f"config key 'evaluation.sizes': the subsets of one seed take "
+                          f"{' + '.join(map(str, sorted(ev['sizes'])))} = {total} hold-out "
+                          f"points, more than split.n_holdout = {n_holdout}")
+    if len(set(ev["sizes"])) != len(ev["sizes"]):
+        raise ConfigError(f"config key 'evaluation.sizes': repeated sizes {ev['sizes']}")
+    try:
+        sources.check_source(config)
+    except (ValueError, FileNotFoundError) as e:
+        key = "cifar5m_dir" if config.get("data_source") == "cifar5m" else "data_source"
+        raise ConfigError(f"config key {key!r}: {e}") from None
