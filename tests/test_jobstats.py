@@ -76,3 +76,79 @@ def test_fitontest_jobs_command_prints_the_summary(results):
     evaluate = next(line for line in out.stdout.splitlines() if line.startswith("evaluate"))
     assert evaluate.split()[1:3] == ["3", "93.0"]
     assert "5 jobs" in out.stdout
+
+
+# ------------------------------------------------------------- extrapolation
+def grid_config(archs, tasks, evaluators, seeds, n_holdout=1000):
+    return {"archs": {a: {} for a in archs}, "tasks": {t: None for t in tasks},
+            "split": {"n_val": 100, "n_holdout": n_holdout},
+            "calibrators": {"multiclass": ["temps"], "binary": ["platt", "pl3_ce"]},
+            "truth": ["isotonic", "es100_flat"],
+            "evaluation": {"calibrators": ["platt", "temps"], "sizes": [10, 30],
+                           "seeds": list(range(seeds)), "evaluators": evaluators}}
+
+
+#: CPU seconds of one unit of work (one fit, one task, one calibrated model)
+UNIT = {"ece_es15": 0.5, "pl3_ce": 7.0, "none": 1.0, "temps": 3.0, "platt": 0.2}
+
+
+def measured_run(tmp_path, cfg):
+    """Benchmark files of a run of ``cfg`` whose jobs cost exactly UNIT per unit."""
+    b = tmp_path / "benchmarks"
+    tasks, n_cal, seeds = len(cfg["tasks"]), 4, len(cfg["evaluation"]["seeds"])
+    for arch in cfg["archs"]:
+        for ev in cfg["evaluation"]["evaluators"]:
+            write(b / f"evaluate/{arch}/{ev}.tsv", (1, 100, UNIT[ev] * tasks * 2 * seeds))
+        for cal in ["none", "temps"]:
+            write(b / f"calibrate_multiclass/{arch}/{cal}.tsv", (1, 100, UNIT[cal]))
+        for cal in ["platt", "pl3_ce"]:
+            write(b / f"calibrate_binary/{arch}/{cal}.tsv", (1, 100, UNIT[cal] * tasks))
+        for task in cfg["tasks"]:
+            write(b / f"truth/{arch}/{task}.tsv", (1, 300, 0.25 * n_cal * 2))
+        write(b / f"train/{arch}.tsv", (50, 900, 60))
+    return tmp_path
+
+
+def test_extrapolation_recovers_the_cost_of_a_bigger_grid(tmp_path):
+    from fitontest.study.jobstats import extrapolate
+
+    small = grid_config(["a"], ["car", "conf"], ["ece_es15", "pl3_ce"], seeds=2)
+    big = grid_config(["x", "y", "z"], ["car", "cat", "dog", "conf"], ["ece_es15", "pl3_ce"],
+                      seeds=5)
+    got = extrapolate(measured_run(tmp_path, small), small, big)
+    # the target's grid, costed unit by unit
+    evaluate = 3 * (0.5 + 7.0) * 4 * 2 * 5
+    assert got.loc["evaluate", "target_cpu_s"] == pytest.approx(evaluate)
+    assert got.loc["evaluate", "target_jobs"] == 6
+    assert got.loc["calibrate_binary", "target_cpu_s"] == pytest.approx(3 * (0.2 + 7.0) * 4)
+    assert got.loc["calibrate_multiclass", "target_cpu_s"] == pytest.approx(3 * (1.0 + 3.0))
+    assert got.loc["truth", "target_cpu_s"] == pytest.approx(3 * 4 * 0.25 * 4 * 2)
+    assert got.loc["truth", "target_jobs"] == 12
+    assert pd.isna(got.loc["train", "target_cpu_s"]) and "network" in got.loc["train", "note"]
+    assert got.loc["truth", "max_rss_mb"] == 300
+
+
+def test_extrapolation_refuses_other_sizes_and_unmeasured_methods(tmp_path):
+    from fitontest.study.jobstats import extrapolate
+
+    small = grid_config(["a"], ["car"], ["ece_es15"], seeds=1)
+    run = measured_run(tmp_path, small)
+    with pytest.raises(ValueError, match="split.n_holdout"):
+        extrapolate(run, small, grid_config(["a"], ["car"], ["ece_es15"], 1, n_holdout=5000))
+    with pytest.raises(ValueError, match=r"evaluate: no measured job for \['pl3_ce'\]"):
+        extrapolate(run, small, grid_config(["a"], ["car"], ["ece_es15", "pl3_ce"], 1))
+
+
+def test_fitontest_jobs_scale_prints_the_prediction(tmp_path, capsys):
+    import yaml
+
+    small = grid_config(["a"], ["car"], ["ece_es15"], seeds=1)
+    big = grid_config(["a", "b"], ["car"], ["ece_es15"], seeds=3)
+    (tmp_path / "small.yaml").write_text(yaml.safe_dump(small))
+    (tmp_path / "big.yaml").write_text(yaml.safe_dump(big))
+    run = measured_run(tmp_path / "run", small)
+    assert main([str(run), "--scale", str(tmp_path / "small.yaml"), str(tmp_path / "big.yaml")]) == 0
+    out = capsys.readouterr().out
+    evaluate = next(line for line in out.splitlines() if line.startswith("evaluate"))
+    assert evaluate.split()[1:3] == ["1", "1.0"] and "6.0" in evaluate  # 2 archs x 3 seeds x 0.5 x 2
+    assert "train (network and device)" in out

@@ -408,7 +408,11 @@ def build_parser() -> argparse.ArgumentParser:
     jo = sub.add_parser("jobs", help="per-rule jobs, CPU time, wall time and peak memory of a "
                         "run (from its Snakemake benchmark files)")
     jo.add_argument("results_dir", help="results/<exp> of a finished (or partial) run")
-    jo.set_defaults(func=lambda args: jobstats.main([args.results_dir]))
+    jo.add_argument("--scale", nargs=2, metavar=("RUN_CONFIG", "TARGET_CONFIG"),
+                    help="predict the CPU time of TARGET_CONFIG's grid from this run of "
+                         "RUN_CONFIG (equal data sizes: a rehearsal; config/README.md)")
+    jo.set_defaults(func=lambda args: jobstats.main(
+        [args.results_dir, *(["--scale", *args.scale] if args.scale else [])]))
     return parser
 
 

@@ -3,16 +3,22 @@
 Every heavy rule writes ``results/<exp>/benchmarks/<rule>/<wildcards>.tsv``
 (one row per run of the job: wall seconds ``s``, peak resident memory
 ``max_rss`` in MB, CPU seconds ``cpu_time``, ...). :func:`summarise` folds them
-into one row per rule, the numbers needed to size cluster requests::
+into one row per rule, the numbers needed to size cluster requests;
+:func:`extrapolate` scales a measured run (a rehearsal) to another config's
+grid::
 
-    python -m fitontest.jobstats results/default
+    fitontest jobs results/rehearsal
+    fitontest jobs results/rehearsal --scale config/rehearsal.yaml config/paper.yaml
 """
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Mapping
 
 import pandas as pd
+import yaml
 
 COLUMNS = ["jobs", "cpu_s", "wall_s", "max_wall_s", "max_rss_mb"]
 
@@ -60,17 +66,141 @@ def summarise(results_dir: str | Path) -> pd.DataFrame:
     return out[COLUMNS].sort_values("wall_s", ascending=False)
 
 
+#: config keys that set the cost of one fit; an extrapolation keeps them equal
+SIZE_KEYS = [("split", "n_val"), ("split", "n_holdout"), ("evaluation", "sizes"),
+             ("synthetic", "sizes"), ("synthetic", "n_test")]
+#: rules whose cost depends on the network and the device, not on the grid
+NOT_SCALED = {"split": "one pass over the images", "train": "network and device",
+              "export_logits": "network and device"}
+
+
+@dataclass(frozen=True)
+class RuleGrid:
+    """The jobs of one rule in a config: the methods named by the job's last
+    wildcard (None: every job does the same work), the jobs per method, and
+    the units of work (fits, calibrated models) per job."""
+
+    methods: tuple[str, ...] | None
+    jobs_per_method: int
+    units_per_job: int
+
+
+def rule_grids(config: Mapping[str, Any]) -> dict[str, RuleGrid]:
+    """The scalable rules of a workflow config, keys as in the schema's defaults."""
+    archs, tasks = len(config.get("archs") or {}), len(config.get("tasks") or {})
+    cal = config.get("calibrators") or {}
+    multiclass = tuple(dict.fromkeys(["none", *cal.get("multiclass", [])]))
+    binary = tuple(cal.get("binary", []))
+    ev = config.get("evaluation") or {}
+    syn = config.get("synthetic") or {}
+    grids = {}
+    if config.get("pseudo_real", True) and archs:
+        grids["calibrate_multiclass"] = RuleGrid(multiclass, archs, 1)
+        grids["calibrate_binary"] = RuleGrid(binary, archs, tasks)
+        # one job per (network, task) estimates every truth of every calibrated model
+        n_cal = len(dict.fromkeys(multiclass + binary))
+        grids["truth"] = RuleGrid(None, archs * tasks, n_cal * len(config.get("truth", ["isotonic"])))
+        grids["evaluate"] = RuleGrid(tuple(ev.get("evaluators", [])), archs,
+                                     tasks * len(ev.get("calibrators", [])) * len(ev.get("seeds", [])))
+    if syn.get("enabled", False):
+        grids["synthetic_evaluate"] = RuleGrid(
+            tuple(syn.get("evaluators", ["ece_es15", "isotonic"])),
+            len(syn.get("shapes", ["square", "sqrt", "beta1", "beta2", "stairs"])),
+            len(syn.get("ce_levels", [0, 0.02, 0.05, 0.1])) * len(syn.get("seeds", [0])))
+    return grids
+
+
+def _read_config(config: Mapping[str, Any] | str | Path) -> Mapping[str, Any]:
+    if isinstance(config, Mapping):
+        return config
+    return yaml.safe_load(Path(config).read_text())
+
+
+def extrapolate(results_dir: str | Path, measured_config, target_config) -> pd.DataFrame:
+    """CPU seconds of ``target_config``'s grid, predicted from a run of ``measured_config``.
+
+    Per rule and method (the evaluator, calibrator, ...: the job's last
+    wildcard), the mean CPU seconds of a measured job per unit of work, times
+    the target's units::
+
+        cpu_target(rule) = sum over methods m of the target
+                           mean_cpu(m) / units_per_job_measured * units_per_job_target
+                           * jobs_per_method_target
+
+    (units: fits for ``evaluate`` = tasks x calibrators x seeds, tasks for
+    ``calibrate_binary``, calibrated models x truths for ``truth``; see
+    :func:`rule_grids`). Exact when one unit costs the same in both runs: the
+    data sizes (:data:`SIZE_KEYS`) must agree, else ValueError. Training and
+    export depend on the network and device: listed, not scaled. Memory is the
+    measured peak of one job: a job handles one model at a time, so it does
+    not grow with the grid.
+    """
+    measured, target = _read_config(measured_config), _read_config(target_config)
+    differ = [".".join(k) for k in SIZE_KEYS
+              if (measured.get(k[0]) or {}).get(k[1]) != (target.get(k[0]) or {}).get(k[1])
+              and (measured.get(k[0]) or {}).get(k[1]) is not None
+              and (target.get(k[0]) or {}).get(k[1]) is not None]
+    if differ:
+        raise ValueError(f"cannot extrapolate across different data sizes: {differ} differ "
+                         "(one fit must cost the same in both configs)")
+    rows = read_benchmarks(results_dir)
+    rows["method"] = rows["job"].map(lambda j: Path(j).name)
+    per_job = rows.groupby(["rule", "job", "method"], as_index=False).agg(
+        cpu_time=("cpu_time", "mean"), max_rss=("max_rss", "max"))
+    grids_m, grids_t = rule_grids(measured), rule_grids(target)
+    out = []
+    for rule, jobs in per_job.groupby("rule"):
+        row = {"rule": rule, "jobs": len(jobs), "cpu_s": jobs.cpu_time.sum(),
+               "max_rss_mb": jobs.max_rss.max()}
+        if rule in grids_t and rule in grids_m:
+            gm, gt = grids_m[rule], grids_t[rule]
+            per_unit = jobs.groupby("method").cpu_time.mean() / gm.units_per_job
+            if gt.methods is None:
+                cost, n = per_unit.mean() * gt.units_per_job * gt.jobs_per_method, \
+                    gt.jobs_per_method
+            else:
+                missing = sorted(set(gt.methods) - set(per_unit.index))
+                if missing:
+                    raise ValueError(f"{rule}: no measured job for {missing}; "
+                                     "rehearse with every method of the target")
+                cost = sum(per_unit[m] for m in gt.methods) * gt.units_per_job \
+                    * gt.jobs_per_method
+                n = len(gt.methods) * gt.jobs_per_method
+            row.update(target_jobs=n, target_cpu_s=cost, note="")
+        else:
+            row.update(target_jobs=float("nan"), target_cpu_s=float("nan"),
+                       note=NOT_SCALED.get(rule, "not in the target grid"))
+        out.append(row)
+    table = pd.DataFrame(out).set_index("rule")
+    return table.sort_values("target_cpu_s", ascending=False, na_position="last")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m fitontest.jobstats",
+        prog="fitontest jobs",
         description="Per-rule jobs, CPU time, wall time and peak memory of a run.")
     parser.add_argument("results_dir", help="results/<exp> of a finished (or partial) run")
+    parser.add_argument("--scale", nargs=2, metavar=("RUN_CONFIG", "TARGET_CONFIG"),
+                        help="predict the CPU time of TARGET_CONFIG's grid from this run of "
+                             "RUN_CONFIG (same data sizes; see extrapolate)")
     args = parser.parse_args(argv)
+    if args.scale:
+        return _print_extrapolation(extrapolate(args.results_dir, *args.scale), *args.scale)
     table = summarise(args.results_dir)
     total = table[["jobs", "cpu_s", "wall_s"]].sum()
     print(table.round(1).to_string())
     print(f"\n{int(total.jobs)} jobs, {total.cpu_s / 3600:.2f} CPU-h, "
           f"{total.wall_s / 3600:.2f} h of job wall time")
+    return 0
+
+
+def _print_extrapolation(table: pd.DataFrame, run_config: str, target_config: str) -> int:
+    print(f"measured with {run_config}, scaled to {target_config}:")
+    print(table.round(1).to_string())
+    total = table.target_cpu_s.sum()
+    print(f"\n{total / 3600:.2f} CPU-h in the scaled rules "
+          f"(measured: {table.loc[table.target_cpu_s.notna(), 'cpu_s'].sum() / 3600:.2f}); "
+          "not scaled: " + ", ".join(f"{r} ({n})" for r, n in table.note.items() if n))
     return 0
 
 
