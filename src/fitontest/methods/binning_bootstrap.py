@@ -1,8 +1,9 @@
-"""Bootstrap replicates of the binned CE estimates, all replicates in one pass.
+"""Bootstrap replicates of the binned CE estimates, all replicates in one pass
+(docs/methods.md §11.2).
 
 :func:`replicate_estimates` returns, for every row of a bootstrap index matrix,
 exactly what refitting a :class:`~fitontest.families.binning.BinningFamily`
-on that resample and taking its used CE estimate (debiased, docs/methods.md §2)
+on that resample and taking its used CE estimate (debiased, docs/methods.md §2.4)
 would give -- fixed B, the monotone sweep and the cross-validated choice of B
 included -- without refitting.
 

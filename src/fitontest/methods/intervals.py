@@ -1,4 +1,4 @@
-"""Bootstrap intervals for the CE estimate of any calibration family (docs/methods.md §6).
+"""Bootstrap intervals for the CE estimate of any calibration family (docs/methods.md §11.1).
 
 :func:`ce_interval` resamples the test points with replacement ``n_boot`` times,
 refits the family on every resample and takes its *used* estimate (debiased

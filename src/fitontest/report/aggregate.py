@@ -1,4 +1,5 @@
-"""Tidy frame -> wide tables: rows = groups, columns = evaluators/calibrators.
+"""Tidy frame -> wide tables: rows = groups, columns = evaluators/calibrators
+(docs/methods.md §10.2, §11.4).
 
 :func:`aggregate` gives one statistic per cell (plain mean, std over seeds,
 mode). :func:`aggregate_units` gives the cells of a ranked table with their

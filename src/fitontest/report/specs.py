@@ -16,8 +16,9 @@ plus a test, e.g. CMEE by model on the confidence task only::
         t = build(spec_named("table3_cmee_confidence_by_model"), {"scores": frame}, "isotonic")
         assert list(t.values.index) == ["r110", "d40"]   # + the expected cell means
 
-Statistics (``stat``): "interval" = mean over the independent ``units`` with
-a 95 % t-interval, per-row ranks and significance markers (:mod:`.stats`);
+Statistics (``stat``; docs/methods.md §11.3-§11.6): "interval" = mean over the
+independent ``units`` with a 95 % t-interval, per-row ranks and significance
+markers (:mod:`.stats`);
 "mean" = plain mean of the rows; "std" = standard deviation over seeds of the
 per-seed means (ddof 1; NaN with one seed); "mode" = most frequent value;
 "coverage" = share of rows whose CE interval holds the population CE

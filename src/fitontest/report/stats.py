@@ -1,6 +1,6 @@
 """Intervals, significance markers and the Friedman test of the tables.
 
-Choices (README "Reading the tables"):
+Choices (docs/methods.md §11.3-§11.6; README "Reading the tables"):
 
 - **Interval of a cell**: Student-t 95 % interval of the mean over the cell's
   independent units (scipy.stats.t). A unit's value is itself a mean over

@@ -85,9 +85,9 @@ def score_rows(c_hat_holdout: np.ndarray | None, est: Mapping[str, float],
 
 def subset_interval(name: str, fam, s: np.ndarray, y: np.ndarray, est: Mapping[str, float],
                     interval: Mapping[str, Any] | None, seed: list[int]):
-    """Bootstrap interval of a fitted evaluator's L1 estimate on its subset, as the
-    ``interval`` config block says for family ``name`` (None where disabled);
-    ``seed`` makes each subset's resamples its own."""
+    """Bootstrap interval (docs/methods.md §11.1) of a fitted evaluator's L1 estimate
+    on its subset, as the ``interval`` config block says for family ``name``
+    (None where disabled); ``seed`` makes each subset's resamples its own."""
     from fitontest.methods.intervals import bootstrap_interval, interval_settings
 
     settings = interval_settings(name, interval)

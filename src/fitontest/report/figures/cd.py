@@ -1,4 +1,5 @@
-"""Critical-difference diagram (Demšar 2006) of a table's Friedman blocks."""
+"""Critical-difference diagram (Demšar 2006; docs/methods.md §11.6) of a table's
+Friedman blocks."""
 from __future__ import annotations
 
 import pandas as pd

@@ -1,5 +1,5 @@
 """Smooth reliability diagram with a bootstrap band (Błasiok & Nakkiran 2023;
-docs/methods.md §3).
+docs/methods.md §3.10).
 
 The curve is the smECE family's map c_hat (reflected Gaussian kernel at the
 fixed-point bandwidth sigma*); the band holds the central ``level`` of the
