@@ -44,9 +44,10 @@ from .stats import friedman, significance_markers
 from .table import Table, sections
 
 # independent units of a cell: (model, task, calibrator, seed) for evaluator
-# scores (the test sizes of one seed are nested subsets of one permutation);
-# the seed on synthetic data (one seed's sample is shared by shapes, CE levels
-# and sizes); the model for calibrators (one hold-out per model).
+# scores (the test sizes of one seed are disjoint slices of one permutation,
+# scored against the same calibrated model: averaged within the unit, not
+# counted as units of their own); the seed on synthetic data (one seed's sample
+# is shared by shapes, CE levels and sizes); the model for calibrators.
 SCORE_UNITS = ("arch", "task", "calibrator", "seed")
 SPEARMAN_UNITS = ("arch", "task", "seed")
 SYNTHETIC_UNITS = ("seed",)

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 SCORE_KEYS = ["arch", "task", "calibrator", "evaluator", "size", "seed", "truth"]
 SCORE_VALUES = [
-    "ce_est",              # plug-in estimate mean |c_hat(s_i) - s_i| on the subset
+    "ce_est",              # estimate without debiasing: plug-in mean |c_hat(s_i) - s_i|
+                           # on the subset (smECE, KCE: their own estimate)
     "ce_est_sq",           # same, squared
     "ce_est_debiased",     # debiased estimate where the family has one, else NaN
     "ce_est_debiased_sq",
