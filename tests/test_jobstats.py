@@ -152,3 +152,22 @@ def test_fitontest_jobs_scale_prints_the_prediction(tmp_path, capsys):
     evaluate = next(line for line in out.splitlines() if line.startswith("evaluate"))
     assert evaluate.split()[1:3] == ["1", "1.0"] and "6.0" in evaluate  # 2 archs x 3 seeds x 0.5 x 2
     assert "train (network and device)" in out
+
+
+def test_shipped_rehearsal_measurements_cover_the_paper_grid():
+    """benchmarks/measured/rehearsal (config/README.md) rehearses every method
+    of config/paper.yaml at its data sizes: the extrapolation runs, and adding a
+    method to the paper config without rehearsing it fails here."""
+    from pathlib import Path
+
+    from fitontest.study.jobstats import extrapolate
+
+    repo = Path(__file__).resolve().parents[1]
+    got = extrapolate(repo / "benchmarks/measured/rehearsal", repo / "config/rehearsal.yaml",
+                      repo / "config/paper.yaml")
+    assert got.loc["evaluate", "target_jobs"] == 66
+    assert got.loc["calibrate_binary", "target_jobs"] == 30
+    assert got.loc["truth", "target_jobs"] == 12
+    # the paper grid costs more than the rehearsal in every scaled rule
+    scaled = got.dropna(subset=["target_cpu_s"])
+    assert (scaled.target_cpu_s > scaled.cpu_s).all()
