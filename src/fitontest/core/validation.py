@@ -14,14 +14,20 @@ def _first_bad(mask: np.ndarray) -> str:
     return f"{idx.size} value(s), first at index {idx[0]}"
 
 
+def _float_1d(values, name: str, kind: str) -> np.ndarray:
+    """``values`` as a 1-D float64 array; numbers or booleans only."""
+    a = np.asarray(values)
+    if a.dtype == object or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+        raise ValueError(f"{name} must be {kind}, got dtype {a.dtype}")
+    a = a.astype(np.float64, copy=False)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {a.shape}")
+    return a
+
+
 def check_scores(scores, name: str = "scores") -> np.ndarray:
     """1-D float64 array of finite values in [0, 1]."""
-    s = np.asarray(scores)
-    if s.dtype == object or not (np.issubdtype(s.dtype, np.number) or s.dtype == bool):
-        raise ValueError(f"{name} must be numeric, got dtype {s.dtype}")
-    s = s.astype(np.float64, copy=False)
-    if s.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {s.shape}")
+    s = _float_1d(scores, name, "numeric")
     bad = ~np.isfinite(s)
     if bad.any():
         raise ValueError(f"{name} contain NaN or infinity: {_first_bad(bad)}")
@@ -34,12 +40,7 @@ def check_scores(scores, name: str = "scores") -> np.ndarray:
 
 def check_labels(labels, name: str = "labels") -> np.ndarray:
     """1-D float64 array of values in {0, 1}."""
-    y = np.asarray(labels)
-    if y.dtype == object or not (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
-        raise ValueError(f"{name} must be numeric 0/1, got dtype {y.dtype}")
-    y = y.astype(np.float64, copy=False)
-    if y.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {y.shape}")
+    y = _float_1d(labels, name, "numeric 0/1")
     bad = ~np.isin(y, (0.0, 1.0))
     if bad.any():
         raise ValueError(f"{name} must be 0 or 1: {_first_bad(bad)} are not")
