@@ -13,7 +13,7 @@
 #      deleted) the running evaluate job is cancelled with scancel; the run and
 #      a rerun of the same command complete, nothing is left incomplete, and
 #      the tables are again identical;
-#   4. every heavy rule left a benchmark, and `python -m fitontest.jobstats` reads them.
+#   4. every heavy rule left a benchmark, and `fitontest jobs` reads them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -156,7 +156,7 @@ echo "slurm.sh: local run took $((SECONDS - start)) s"
 compare_tables "$WORK/slurm"
 nothing_left "$WORK/slurm"
 
-python -m fitontest.jobstats "$WORK/slurm/results/tiny" | tee "$WORK/jobstats.txt"
+fitontest jobs "$WORK/slurm/results/tiny" | tee "$WORK/jobstats.txt"
 for rule in split train export_logits calibrate_multiclass calibrate_binary truth evaluate \
             synthetic_evaluate; do
   grep -q "^$rule " "$WORK/jobstats.txt" || { echo "slurm.sh: no benchmark of $rule"; exit 1; }
