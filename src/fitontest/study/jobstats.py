@@ -20,6 +20,8 @@ from typing import Any, Mapping
 import pandas as pd
 import yaml
 
+from .config import calibrator_names
+
 COLUMNS = ["jobs", "cpu_s", "wall_s", "max_wall_s", "max_rss_mb"]
 
 
@@ -98,7 +100,7 @@ def rule_grids(config: Mapping[str, Any]) -> dict[str, RuleGrid]:
         grids["calibrate_multiclass"] = RuleGrid(multiclass, archs, 1)
         grids["calibrate_binary"] = RuleGrid(binary, archs, tasks)
         # one job per (network, task) estimates every truth of every calibrated model
-        n_cal = len(dict.fromkeys(multiclass + binary))
+        n_cal = len(calibrator_names({"calibrators": {"multiclass": multiclass, "binary": binary}}))
         grids["truth"] = RuleGrid(None, archs * tasks, n_cal * len(config.get("truth", ["isotonic"])))
         grids["evaluate"] = RuleGrid(tuple(ev.get("evaluators", [])), archs,
                                      tasks * len(ev.get("calibrators", [])) * len(ev.get("seeds", [])))
@@ -136,10 +138,10 @@ def extrapolate(results_dir: str | Path, measured_config, target_config) -> pd.D
     not grow with the grid.
     """
     measured, target = _read_config(measured_config), _read_config(target_config)
-    differ = [".".join(k) for k in SIZE_KEYS
-              if (measured.get(k[0]) or {}).get(k[1]) != (target.get(k[0]) or {}).get(k[1])
-              and (measured.get(k[0]) or {}).get(k[1]) is not None
-              and (target.get(k[0]) or {}).get(k[1]) is not None]
+    sizes = [[(cfg.get(section) or {}).get(key) for section, key in SIZE_KEYS]
+             for cfg in (measured, target)]
+    differ = [".".join(k) for k, a, b in zip(SIZE_KEYS, *sizes)
+              if a is not None and b is not None and a != b]
     if differ:
         raise ValueError(f"cannot extrapolate across different data sizes: {differ} differ "
                          "(one fit must cost the same in both configs)")
