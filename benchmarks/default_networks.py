@@ -27,7 +27,7 @@ from scipy.special import softmax
 
 from fitontest.study import tasks
 from fitontest.core.io import load_npz
-from fitontest.methods.metrics import true_ce
+from fitontest.metrics import true_ce
 from fitontest.study.truth import TRUTHS
 
 HIGH = 0.8

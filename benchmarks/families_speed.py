@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from fitontest.methods import families
+from fitontest import families
 from fitontest.study import truth
 
 

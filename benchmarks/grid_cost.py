@@ -18,8 +18,8 @@ import argparse
 import os
 import time
 
-from fitontest.methods import families
-from fitontest.vision.data import synthetic
+from fitontest import families
+from fitontest.data import synthetic
 
 SIZES = (1000, 3000, 10000)
 PSEUDO_REAL_FITS = 3 * 4 * 6 * 5

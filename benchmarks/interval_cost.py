@@ -17,9 +17,9 @@ import argparse
 import os
 import time
 
-from fitontest.methods import families
-from fitontest.vision.data import synthetic
-from fitontest.methods.intervals import batched, ce_interval
+from fitontest import families
+from fitontest.data import synthetic
+from fitontest.intervals import batched, ce_interval
 
 SIZES = (1000, 10000)
 

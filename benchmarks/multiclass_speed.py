@@ -18,8 +18,8 @@ import warnings
 
 import numpy as np
 
-from fitontest.methods import multiclass
-from fitontest.methods.multiclass.base import mean_nll
+from fitontest import multiclass
+from fitontest.multiclass.base import mean_nll
 
 FIT_TARGET_S = 2.0
 FIT_CV_TARGET_S = 60.0

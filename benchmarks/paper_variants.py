@@ -25,7 +25,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from fitontest.vision.data.synthetic import CE_LEVELS, SHAPES
+from fitontest.data.synthetic import CE_LEVELS, SHAPES
 from fitontest.study.synthetic import score_shape
 
 #: the authors' published synthetic table (x1000, five seeds): CMEE, CE error
@@ -93,8 +93,8 @@ def effect(args):
 def ties(args):
     """ES families on scores rounded to 0.01 (runs of ties, as saturated network
     scores give): CMEE against the exact c of each point, ours vs paper."""
-    from fitontest.methods import families
-    from fitontest.vision.data import synthetic
+    from fitontest import families
+    from fitontest.data import synthetic
 
     levels, sizes = [0.0, 0.05, 0.1], [1000, 3000]
     print(f"scores rounded to 0.01; shapes {list(SHAPES)}, CE {levels}, sizes {sizes}, "

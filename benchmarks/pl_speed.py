@@ -41,11 +41,11 @@ def main() -> None:
 
     import torch
 
-    from fitontest.methods import families
-    from fitontest.vision.data.synthetic import sample
-    from fitontest.methods.families.pl.trainer import resolve_backend
+    from fitontest import families
+    from fitontest.data.synthetic import sample
+    from fitontest.families.pl.trainer import resolve_backend
     from fitontest.core.runtime import resolve_device
-    from fitontest.methods.selection import kfold_indices
+    from fitontest.selection import kfold_indices
 
     s, y, _ = sample(args.shape, args.ce, args.n, seed=0)
     dev = resolve_device(args.device)

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from fitontest.vision.data.procedural import DEFAULTS, ProceduralSource
+from fitontest.data.procedural import DEFAULTS, ProceduralSource
 
 TARGET_S = 60.0
 

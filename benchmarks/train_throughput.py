@@ -3,7 +3,7 @@
     python benchmarks/train_throughput.py                 # device auto
     python benchmarks/train_throughput.py --device cpu --threads 2 --models resnet8 wrn10_2
 
-One training step = the real step of ``fitontest.train`` (gather from the
+One training step = the real step of ``fitontest.vision.train`` (gather from the
 uint8 device tensor, standardise, batched shift+flip augmentation, forward,
 backward, Nesterov SGD; bf16 autocast + channels_last on CUDA). Inference =
 ``predict_logits`` on uint8 images. On CUDA the script also prints the epoch
@@ -20,7 +20,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from fitontest.vision import models
+from fitontest import models
 from fitontest.vision.recipes import get_recipe
 from fitontest.vision.train import _normalise, augment_batch, predict_logits, resolve_device
 

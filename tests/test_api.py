@@ -6,7 +6,7 @@ from scipy.special import softmax
 
 import fitontest
 from fitontest.study import experiment, tasks
-from fitontest.methods import families, metrics
+from fitontest import families, metrics
 
 
 def data(n=1500, k=4, seed=0, scale=2.0):

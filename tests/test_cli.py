@@ -84,7 +84,7 @@ def test_families_lists_every_family():
     out = run_cli("families")
     assert out.returncode == 0, out.stderr
     names = {line.split()[0] for line in out.stdout.splitlines()}
-    from fitontest.methods import families, multiclass
+    from fitontest import families, multiclass
     assert set(families.names()) | set(multiclass.names()) <= names
     assert re.search(r"^smece\s+binary, map\s+Smooth ECE", out.stdout, re.M)
     assert re.search(r"^kce\s+binary, estimate-only", out.stdout, re.M)
@@ -92,7 +92,7 @@ def test_families_lists_every_family():
 
 USER_MODULE = '''
 import numpy as np
-from fitontest.methods.families import CalibrationFamily
+from fitontest.families import CalibrationFamily
 
 
 class Shrunk(CalibrationFamily):
@@ -160,8 +160,8 @@ def test_bench_ranks_a_user_module_reusing_finished_results(tmp_path):
 
 
 DECORATED = '''
-from fitontest.methods.families import register
-from fitontest.methods.families.isotonic import IsotonicFamily
+from fitontest.families import register
+from fitontest.families.isotonic import IsotonicFamily
 
 
 @register("iso_plugin")
@@ -176,7 +176,7 @@ def test_plugins_load_in_this_process_and_in_children(tmp_path):
     (tmp_path / "plain.py").write_text(USER_MODULE)
     script = f'''
 import json, os, subprocess, sys
-from fitontest.methods import families
+from fitontest import families
 from fitontest.core.registry import PLUGINS_ENV, use_plugins
 use_plugins([{str(tmp_path / "deco.py")!r}, {str(tmp_path / "plain.py") + ":Shrunk"!r}])
 assert "iso_plugin" in families.names() and "Shrunk" in families.names()

@@ -4,8 +4,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from fitontest.vision.data import cifar5m as C
-from fitontest.vision.data.sources import ImageSource, check_source, open_source
+from fitontest.data import cifar5m as C
+from fitontest.data.sources import ImageSource, check_source, open_source
 
 SIZES = [7, 5, 9, 3, 6, 4]
 

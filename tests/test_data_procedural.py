@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from fitontest.vision.data import procedural as P
-from fitontest.vision.data.sources import ImageSource, check_source, open_source
+from fitontest.data import procedural as P
+from fitontest.data.sources import ImageSource, check_source, open_source
 
 
 def small(n=3000, **kw):

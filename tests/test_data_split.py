@@ -4,8 +4,8 @@ import json
 import numpy as np
 import pytest
 
-from fitontest.vision.data import split as S
-from fitontest.vision.data.sources import open_source
+from fitontest.data import split as S
+from fitontest.data.sources import open_source
 
 
 @pytest.mark.parametrize("contiguous", [False, True])

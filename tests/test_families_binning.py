@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fitontest.methods import families, metrics
-from fitontest.methods.families.binning import BinningFamily
-from fitontest.methods.selection import complexity_rule, kfold_indices
+from fitontest import families, metrics
+from fitontest.families.binning import BinningFamily
+from fitontest.selection import complexity_rule, kfold_indices
 
 
 # ---------------------------------------------------------------- textbook

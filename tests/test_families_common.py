@@ -4,8 +4,8 @@ import pytest
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
-from fitontest.methods import families, metrics
-from fitontest.vision.data import synthetic
+from fitontest import families, metrics
+from fitontest.data import synthetic
 
 MINE = ["ece_ew15", "ece_es15", "ece_ew_sweep", "ece_es_sweep", "ece_ew_cv", "ece_es_cv",
         "platt", "temp_1vsrest", "beta", "isotonic", "scaling_binning", "kde",

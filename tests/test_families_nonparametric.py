@@ -3,9 +3,9 @@ import numpy as np
 import pytest
 from scipy.interpolate import CubicSpline
 
-from fitontest.methods import families, metrics
-from fitontest.methods.families.piecewise_de import _FastSSR, _fit_pwlf
-from fitontest.methods.families.spline import _second_derivative_map, spline_design
+from fitontest import families, metrics
+from fitontest.families.piecewise_de import _FastSSR, _fit_pwlf
+from fitontest.families.spline import _second_derivative_map, spline_design
 
 
 # ------------------------------------------------------------------- KDE
@@ -148,7 +148,7 @@ def test_pl_de_registered_candidates():
 
 @pytest.mark.parametrize("name", ["pl_de", "pl_de2"])
 def test_pl_de_cv_contract(name):
-    from fitontest.methods.selection import complexity_rule
+    from fitontest.selection import complexity_rule
 
     rng = np.random.default_rng(5)
     s = rng.random(300)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from fitontest.methods import families
+from fitontest import families
 from fitontest.core.validation import logit
 
 

@@ -11,7 +11,7 @@ import pytest  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
 from fitontest.report.figures import maps, output, reliability, shapes, study  # noqa: E402
-from fitontest.methods.families.base import CalibrationFamily  # noqa: E402
+from fitontest.families.base import CalibrationFamily  # noqa: E402
 from fitontest.study.schema import SCORE_COLUMNS, SCORE_VALUES  # noqa: E402
 
 
@@ -183,7 +183,7 @@ def test_summary_by_size_bars_are_95_percent_t_intervals_over_units():
 def test_smooth_reliability_diagram_draws_on_the_given_axes_and_band_holds_the_map():
     import matplotlib.pyplot as plt
 
-    from fitontest.methods import families
+    from fitontest import families
     from fitontest.report.figures.smooth import smooth_band, smooth_reliability_diagram
 
     rng = np.random.default_rng(3)

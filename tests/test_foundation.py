@@ -4,9 +4,9 @@ import os
 import numpy as np
 import pytest
 
-from fitontest.methods import metrics
+from fitontest import metrics
 from fitontest.core.registry import Registry
-from fitontest.methods.selection import complexity_rule, kfold_indices
+from fitontest.selection import complexity_rule, kfold_indices
 from fitontest.core.validation import check_binary, check_scores, logit
 
 

@@ -1,12 +1,12 @@
-"""Bootstrap CE intervals (fitontest.methods.intervals) against independent computations."""
+"""Bootstrap CE intervals (fitontest.intervals) against independent computations."""
 import numpy as np
 import pytest
 
-from fitontest.methods import families, metrics
-from fitontest.vision.data import synthetic
-from fitontest.methods.intervals import (CEInterval, bootstrap_indices, ce_interval, interval_settings,
+from fitontest import families, metrics
+from fitontest.data import synthetic
+from fitontest.intervals import (CEInterval, bootstrap_indices, ce_interval, interval_settings,
                                  refit_replicates)
-from fitontest.methods.binning_bootstrap import replicate_estimates
+from fitontest.binning_bootstrap import replicate_estimates
 
 BINNING = ["ece_es15", "ece_ew15", "ece_es_sweep", "ece_ew_sweep", "ece_es_cv", "ece_ew_cv"]
 
@@ -160,7 +160,7 @@ def test_coverage_monte_carlo_synthetic(capsys):
 
 
 def test_metrics_reexports_the_interval_api():
-    from fitontest.methods import intervals
+    from fitontest import intervals
 
     assert metrics.ce_interval is intervals.ce_interval
     assert metrics.CEInterval is intervals.CEInterval
@@ -171,8 +171,8 @@ def test_metrics_reexports_the_interval_api():
 def test_paper_variant_of_binning_is_refitted_not_batched():
     # the batched path knows only our tie / fold handling: the authors' variant
     # must give what refitting it on each resample gives
-    from fitontest.methods import families
-    from fitontest.methods.intervals import bootstrap_indices, refit_replicates, replicate_estimates
+    from fitontest import families
+    from fitontest.intervals import bootstrap_indices, refit_replicates, replicate_estimates
 
     rng = np.random.default_rng(5)
     s = np.round(rng.uniform(0, 1, 400), 2)          # ties, where the variants differ

@@ -20,14 +20,17 @@ PACKAGE = "fitontest"
 SRC = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 
 #: lowest layer first; an entry names a module or a package (and everything in it).
-#: Each layer below the front door is one folder of the package.
+#: The public method modules sit at the package top (as in scikit-learn), the
+#: workflow's layers in folders beneath (docs/architecture.md).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("core",)),
-    ("methods", ("methods",)),
+    ("methods", ("families", "multiclass", "metrics", "intervals", "binning_bootstrap",
+                 "selection", "calibration_tests")),
+    ("data", ("data", "models")),
     ("vision", ("vision",)),
     ("study", ("study",)),
     ("report", ("report",)),
-    ("front door", ("api", "cli", "calibrated_classifier", "_public", "__init__")),
+    ("front door", ("api", "cli", "calibrated_classifier", "__init__")),
 ]
 
 
@@ -115,11 +118,10 @@ def test_an_upward_import_inside_a_function_is_reported():
     """A methods module importing the study layer, relatively and from inside
     a function, plus an absolute one from foundation to report."""
     sources = {
-        "methods": ("", True),
-        "methods.families": ("", True),
-        "methods.families.base": ("def f():\n    from ...study import experiment\n", False),
+        "families": ("", True),
+        "families.base": ("def f():\n    from ..study import experiment\n", False),
         "study": ("", True),
-        "study.experiment": ("from ..methods.families import base\n", False),
+        "study.experiment": ("from ..families import base\n", False),
         "core": ("", True),
         "core.io": ("import fitontest.report.table as t\n", False),
         "report": ("", True),
@@ -127,7 +129,7 @@ def test_an_upward_import_inside_a_function_is_reported():
     }
     assert violations(sources) == [
         "core.io (foundation) imports report.table (report)",
-        "methods.families.base (methods) imports study.experiment (study)",
+        "families.base (methods) imports study.experiment (study)",
     ]
 
 
@@ -147,11 +149,105 @@ def test_an_unplaced_module_is_reported():
         "newthing: not placed in any layer (add it to LAYERS in tests/test_layers.py)"]
 
 
-@pytest.mark.parametrize("module, layer", [("methods.families.pl.trainer", "methods"),
+@pytest.mark.parametrize("module, layer", [("families.pl.trainer", "methods"),
                                            ("report.figures.cd", "report"),
-                                           ("vision.data.synthetic", "vision"),
+                                           ("data.synthetic", "data"),
+                                           ("vision.train", "vision"),
                                            ("core", "foundation"),
                                            ("__init__", "front door")])
 def test_layer_of_matches_packages_by_prefix(module, layer):
     assert LAYERS[layer_of(module)][0] == layer
-    assert layer_of("methodsX") is None
+    assert layer_of("familiesX") is None
+
+
+# --------------------------------------------------------------- import cycles
+def module_level_imports(module: str, source: str, is_package: bool,
+                         known: set[str]) -> set[str]:
+    """Like :func:`imported_modules`, but only the imports run when the module
+    loads (top-level statements, ``try``/``if`` bodies; not functions)."""
+    tree = ast.parse(source)
+    top = []
+    stack = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            top.append(node)
+        elif isinstance(node, (ast.If, ast.Try)):
+            stack.extend(node.body + node.orelse + getattr(node, "finalbody", [])
+                         + [s for h in getattr(node, "handlers", []) for s in h.body])
+    stub = ast.unparse(ast.Module(body=top, type_ignores=[]))
+    return imported_modules(module, stub, is_package, known)
+
+
+def import_cycles(sources: dict[str, tuple[str, bool]]) -> list[list[str]]:
+    """Strongly connected components (size > 1, or a self-loop) of the
+    module-level import graph (Tarjan)."""
+    known = set(sources)
+    graph = {m: sorted(module_level_imports(m, src, pkg, known) - {m} & known)
+             for m, (src, pkg) in sources.items()}
+    index, low, on, stack, out = {}, {}, set(), [], []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_import_cycle():
+    cycles = import_cycles(package_sources())
+    assert not cycles, f"import cycles: {cycles}"
+
+
+def test_a_cycle_is_reported():
+    sources = {"metrics": ("from .intervals import ce_interval\n", False),
+               "intervals": ("from .families import base\n", False),
+               "families": ("", True),
+               "families.base": ("from .. import metrics\n", False),
+               "core": ("", True),
+               "core.io": ("def f():\n    from fitontest import metrics\n", False)}
+    assert import_cycles(sources) == [["families.base", "intervals", "metrics"]]
+
+
+def test_public_modules_are_real_modules_in_a_fresh_interpreter():
+    """``fitontest.families.base`` etc. are the modules themselves: the name
+    ``sys.modules`` holds is the module's own, no finder of ours is installed."""
+    import subprocess
+    import sys
+    code = (
+        "import sys, importlib\n"
+        "names = ['fitontest.families.base', 'fitontest.families', 'fitontest.metrics',\n"
+        "         'fitontest.multiclass', 'fitontest.intervals', 'fitontest.data.synthetic',\n"
+        "         'fitontest.models']\n"
+        "for n in names:\n"
+        "    m = importlib.import_module(n)\n"
+        "    assert sys.modules[n] is m and m.__name__ == n == m.__spec__.name, n\n"
+        "assert not [f for f in sys.meta_path if type(f).__module__.startswith('fitontest')]\n"
+        "import fitontest.metrics as M\n"
+        "assert 'ce_interval' in dir(M) and M.ce_interval.__module__ == 'fitontest.intervals'\n"
+        "from fitontest.families.base import CalibrationFamily\n"
+        "from fitontest import families\n"
+        "assert isinstance(families.get('ece_es15'), CalibrationFamily)\n"
+        "print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

@@ -4,7 +4,7 @@ import pytest
 from scipy.spatial.distance import pdist
 from scipy.stats import spearmanr
 
-from fitontest.methods import metrics
+from fitontest import metrics
 
 
 def test_ceac_is_mean_gap_to_the_true_map_of_calibrated_scores():

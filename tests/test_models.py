@@ -5,7 +5,7 @@ import pytest
 import torch
 from torch import nn
 
-from fitontest.vision import models
+from fitontest import models
 
 PAPER = {"resnet110": 1.73e6, "densenet40": 1.0e6, "wrn32": 46e6}
 

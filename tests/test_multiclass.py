@@ -10,8 +10,8 @@ from scipy.special import log_softmax as sp_log_softmax, softmax as sp_softmax
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 
-from fitontest.methods import multiclass
-from fitontest.methods.multiclass import base as mc_base
+from fitontest import multiclass
+from fitontest.multiclass import base as mc_base
 
 K = 6
 torch.set_num_threads(1)  # tiny tensors; avoid thread contention on small machines

@@ -9,10 +9,10 @@ import pytest
 from sklearn.base import clone
 
 from fitontest.study import truth
-from fitontest.vision.data import synthetic
-from fitontest.methods.families.binning import BinningFamily
-from fitontest.methods.families.kde import KDEFamily
-from fitontest.methods.families.piecewise_de import PiecewiseDEFamily
+from fitontest.data import synthetic
+from fitontest.families.binning import BinningFamily
+from fitontest.families.kde import KDEFamily
+from fitontest.families.piecewise_de import PiecewiseDEFamily
 
 # --------------------------------------------------------------- ES ties
 S_TIES = np.array([0.1, 0.2, 0.2, 0.2, 0.3, 0.4])

@@ -10,14 +10,14 @@ import pytest
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
-from fitontest.methods import families, metrics
-from fitontest.methods.families.pl import PiecewiseLinearFamily, evaluate_map
-from fitontest.methods.selection import kfold_indices
+from fitontest import families, metrics
+from fitontest.families.pl import PiecewiseLinearFamily, evaluate_map
+from fitontest.selection import kfold_indices
 from fitontest.core.validation import logit
 
 torch = pytest.importorskip("torch")
-from fitontest.methods.families.pl import algorithm as alg  # noqa: E402  (numba, after torch's skip)
-from fitontest.methods.families.pl.trainer import BatchedTrainer  # noqa: E402
+from fitontest.families.pl import algorithm as alg  # noqa: E402  (numba, after torch's skip)
+from fitontest.families.pl.trainer import BatchedTrainer  # noqa: E402
 
 # a continuous 3-piece calibration map (knots, heights)
 TRUE_KNOTS = np.array([0.0, 0.3, 0.7, 1.0])
@@ -64,7 +64,7 @@ def test_import_of_families_does_not_import_torch():
     import subprocess
     import sys
 
-    code = ("import sys, fitontest.methods.families as f; f.names(); "
+    code = ("import sys, fitontest.families as f; f.names(); "
             "sys.exit(1 if 'torch' in sys.modules else 0)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
@@ -136,7 +136,7 @@ def _numba_loss_and_grad():
     ``bdata[r]`` (all points real), from the numba kernels."""
     from numba import njit
 
-    from fitontest.methods.families.pl import numba_kernels as nk
+    from fitontest.families.pl import numba_kernels as nk
 
     @njit
     def loss_and_grad(P, ks, bdata, space, loss, lossb, grad):
@@ -155,7 +155,7 @@ def _numba_loss_and_grad():
 
 def _torch_loss_and_grad(P, ks, space, loss, D, rowscale):
     """The same from the torch kernels (D: torch (n_arrays, rows, B))."""
-    from fitontest.methods.families.pl import torch_kernels as tk
+    from fitontest.families.pl import torch_kernels as tk
 
     M, K1 = P.shape[0], (P.shape[1] - 1) // 2
     ks = np.asarray(ks, dtype=np.int64)
@@ -394,7 +394,7 @@ def test_fast_exp_within_two_ulp_of_exp():
     mpmath = pytest.importorskip("mpmath")
     from numba import njit
 
-    from fitontest.methods.families.pl.numba_kernels import fast_exp
+    from fitontest.families.pl.numba_kernels import fast_exp
 
     @njit
     def many(x):
@@ -447,7 +447,7 @@ def test_numba_threads_give_the_serial_result_bit_for_bit():
 
 
 def test_backend_choice():
-    from fitontest.methods.families.pl.trainer import resolve_backend
+    from fitontest.families.pl.trainer import resolve_backend
 
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
     assert resolve_backend("auto", cpu) == "numba" and resolve_backend("auto", cuda) == "torch"

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from fitontest.study import experiment
-from fitontest.methods import families
-from fitontest.methods.families import smece as sm
+from fitontest import families
+from fitontest.families import smece as sm
 
 relplot = pytest.importorskip("relplot")
 

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from fitontest.vision.data import synthetic as S
+from fitontest.data import synthetic as S
 
 
 def test_base_ce_closed_forms():

@@ -3,7 +3,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fitontest.vision.data import synthetic
+from fitontest.data import synthetic
 from fitontest.report.specs import build, spec_named
 from fitontest.study.schema import SYNTHETIC_COLUMNS
 from fitontest.study.synthetic import score_shape

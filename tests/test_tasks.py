@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from hypothesis.extra.numpy import arrays
 
-from fitontest.methods import multiclass
+from fitontest import multiclass
 from fitontest.study import tasks
 
 PROBS = np.array([[0.7, 0.2, 0.1],

@@ -12,32 +12,15 @@ The front door for a model's K-class predictions:
 >>> import fitontest
 >>> fitontest.evaluate(probs, labels, evaluator="smece")    # doctest: +SKIP
 >>> fitontest.CalibratedClassifier(fitted_clf, method="temps").fit(X_val, y_val)  # doctest: +SKIP
+
+The package is laid out like scikit-learn: the public modules are real
+modules at the top (``families``, ``multiclass``, ``metrics``, ``intervals``,
+``data``, ``models``); the workflow's layers sit beneath (``core``,
+``vision``, ``study``, ``report``; docs/architecture.md).
 """
 __version__ = "0.1.0"
 
-from . import _public
+from .api import EvaluationResult, evaluate
+from .calibrated_classifier import CalibratedClassifier
 
-_public.install()
-
-# Loaded on first use (PEP 562): `import fitontest` (every workflow job does)
-# stays light, and no name shadows a submodule.
-_LAZY = {
-    "evaluate": ("api", "evaluate"),
-    "EvaluationResult": ("api", "EvaluationResult"),
-    "CalibratedClassifier": ("calibrated_classifier", "CalibratedClassifier"),
-}
-
-
-def __getattr__(name):
-    import importlib
-
-    if name in _LAZY:
-        module, attr = _LAZY[name]
-        return getattr(importlib.import_module(f".{module}", __name__), attr)
-    if name in _public.PUBLIC:  # fitontest.families etc. (docs/architecture.md)
-        return importlib.import_module(f".{name}", __name__)
-    raise AttributeError(f"module 'fitontest' has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted([*globals(), *_LAZY, *_public.PUBLIC])
+__all__ = ["evaluate", "EvaluationResult", "CalibratedClassifier", "__version__"]

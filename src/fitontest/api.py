@@ -6,7 +6,7 @@
 >>> fitontest.evaluate(logits, labels, from_logits=True, mode="classwise") # doctest: +SKIP
 
 The K-class predictions are reduced to binary tasks (docs/methods.md §1, the
-reductions of :mod:`fitontest.tasks`), an evaluator (any registered family,
+reductions of :mod:`fitontest.study.tasks`), an evaluator (any registered family,
 docs/methods.md §2-§4) is fitted on each task, and its CE estimate (as in the
 workflow: :func:`fitontest.families.base.estimates`) is reported:
 
@@ -32,9 +32,9 @@ from typing import Any, Sequence
 import numpy as np
 from sklearn.base import clone
 
-from .methods import families
+from . import families
 from .study import tasks
-from .methods.families.base import estimates
+from .families.base import estimates
 
 MODES = ("confidence", "classwise", "ovr")
 
@@ -130,7 +130,7 @@ def to_numpy(x, name: str) -> np.ndarray:
 def class_probabilities(probs_or_logits, from_logits: bool = False) -> np.ndarray:
     """(n, K) float64 probabilities, checked: rows sum to 1 unless ``from_logits``
     (then a softmax, or a sigmoid for a 1-D binary logit)."""
-    from .methods.multiclass.base import check_logits, softmax
+    from .multiclass.base import check_logits, softmax
 
     a = to_numpy(probs_or_logits, "logits" if from_logits else "probs")
     if a.ndim == 1:
@@ -174,7 +174,7 @@ def max_calibration_error(fam, name: str = "") -> float:
     own = getattr(fam, "max_calibration_error", None)
     if callable(own):
         return float(own())
-    from .methods.families.binning import BinningFamily
+    from .families.binning import BinningFamily
 
     if isinstance(fam, BinningFamily):
         return float(np.max(np.abs(fam.bin_shift_[fam.bin_counts_ > 0])))
@@ -203,12 +203,9 @@ def evaluate_binary(evaluator, scores, labels, p=1, interval: float | None = Non
     if interval is not None:
         if p == "max":
             raise ValueError("intervals are available for p=1 and p=2, not p='max'")
-        from .methods import metrics
-        if not hasattr(metrics, "ce_interval"):
-            raise ValueError("intervals need fitontest.metrics.ce_interval, which this "
-                             "version lacks")
-        ci = metrics.ce_interval(evaluator if isinstance(evaluator, str) else proto,
-                                 s, labels, p=p, level=float(interval))
+        from .intervals import ce_interval
+        ci = ce_interval(evaluator if isinstance(evaluator, str) else proto,
+                         s, labels, p=p, level=float(interval))
     return TaskResult(estimate=float(est), debiased=_finite_or_none(deb),
                       hyper=_finite_or_none(fam.chosen_hyperparameter()), interval=ci,
                       n=int(s.size))

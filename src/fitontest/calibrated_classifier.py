@@ -36,7 +36,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from .methods import families, multiclass
+from . import families, multiclass
 
 MODES = ("ovr", "confidence")
 LOG_FLOOR = 1e-16

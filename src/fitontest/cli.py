@@ -163,7 +163,7 @@ def cmd_evaluate(args) -> int:
 
 # ------------------------------------------------------------------ families
 def family_rows() -> list[tuple[str, str, str]]:
-    from .methods import families, multiclass
+    from . import families, multiclass
 
     def first_line(obj):
         doc = (obj.__doc__ or "").strip()
@@ -197,7 +197,7 @@ def cmd_families(args) -> int:
 # --------------------------------------------------------------------- bench
 def resolve_evaluator(target: str) -> tuple[str, str | None]:
     """(registered name, plugin spec or None) of a name or ``module[:Class]``."""
-    from .methods import families
+    from . import families
     from .core.registry import absolute_spec, use_plugins
 
     if target in families.names():

@@ -1,7 +1,7 @@
 """Rule calibrate_multiclass: fit on validation logits, reduce to every binary task."""
 import numpy as np
 
-from fitontest.methods import multiclass
+from fitontest import multiclass
 from fitontest.study import tasks
 from fitontest.core.io import load_npz, save_npz, script_logger
 from fitontest.core.runtime import limit_threads

@@ -2,7 +2,7 @@
 import numpy as np
 
 from fitontest.vision import train
-from fitontest.vision.data import sources, split
+from fitontest.data import sources, split
 from fitontest.core.io import atomic_path, load_npz, script_logger
 from fitontest.core.runtime import limit_threads
 

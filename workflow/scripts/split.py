@@ -1,5 +1,5 @@
 """Rule split: the train/val/hold-out indices and the test subsets of the hold-out."""
-from fitontest.vision.data import sources, split
+from fitontest.data import sources, split
 from fitontest.core.io import save_subsets, script_logger
 from fitontest.core.runtime import limit_threads
 

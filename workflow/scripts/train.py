@@ -2,7 +2,7 @@
 from pathlib import Path
 
 from fitontest.vision import train
-from fitontest.vision.data import sources, split
+from fitontest.data import sources, split
 from fitontest.core.io import script_logger
 from fitontest.core.runtime import limit_threads
 

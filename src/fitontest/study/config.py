@@ -47,7 +47,7 @@ def _unknown(key: str, given: Iterable[str], known: Iterable[str]) -> None:
 
 
 def check_family_params(key: str, params: Mapping[str, Mapping[str, Any]] | None) -> None:
-    from fitontest.methods import families
+    from fitontest import families
 
     for name, kw in (params or {}).items():
         _unknown(key, [name], families.names())
@@ -75,8 +75,8 @@ def check_synthetic(config: Mapping[str, Any]) -> None:
     syn = config.get("synthetic") or {}
     if not syn.get("enabled"):
         return
-    from fitontest.methods import families
-    from fitontest.vision.data import synthetic
+    from fitontest import families
+    from fitontest.data import synthetic
 
     _unknown("synthetic.shapes", syn["shapes"], synthetic.SHAPES)
     _unknown("synthetic.evaluators", syn["evaluators"], families.names())
@@ -89,10 +89,11 @@ def check_synthetic(config: Mapping[str, Any]) -> None:
 
 
 def check_pseudo_real(config: Mapping[str, Any]) -> None:
-    from fitontest.methods import families, multiclass
-    from fitontest.vision import models, train
+    from fitontest import families, multiclass
+    from fitontest import models
+    from fitontest.vision import train
     from . import truth
-    from fitontest.vision.data import sources
+    from fitontest.data import sources
 
     for arch, spec in config["archs"].items():
         _unknown(f"archs.{arch}.model", [spec["model"]], models.names())

@@ -11,8 +11,8 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from fitontest.methods import families
-from fitontest.methods.families.base import estimates, used_estimates
+from fitontest import families
+from fitontest.families.base import estimates, used_estimates
 from .schema import CALIBRATOR_COLUMNS, SCORE_COLUMNS
 
 
@@ -88,7 +88,7 @@ def subset_interval(name: str, fam, s: np.ndarray, y: np.ndarray, est: Mapping[s
     """Bootstrap interval (docs/methods.md §11.1) of a fitted evaluator's L1 estimate
     on its subset, as the ``interval`` config block says for family ``name``
     (None where disabled); ``seed`` makes each subset's resamples its own."""
-    from fitontest.methods.intervals import bootstrap_interval, interval_settings
+    from fitontest.intervals import bootstrap_interval, interval_settings
 
     settings = interval_settings(name, interval)
     if settings is None:

@@ -11,9 +11,9 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from fitontest.vision.data import synthetic
+from fitontest.data import synthetic
 from .experiment import fit_family, interval_columns, mean_abs, subset_interval
-from fitontest.methods.families.base import estimates, used_estimates
+from fitontest.families.base import estimates, used_estimates
 from .schema import SYNTHETIC_COLUMNS
 
 

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from fitontest.methods.multiclass.base import check_class_labels
+from fitontest.multiclass.base import check_class_labels
 
 #: rows of ``probs`` must sum to 1 within this absolute tolerance
 ROW_SUM_ATOL = 1e-4

@@ -35,13 +35,13 @@ TRUTHS = Registry("truth estimator")
 
 @TRUTHS.register("isotonic")
 def _isotonic(s: np.ndarray, y: np.ndarray) -> np.ndarray:
-    from fitontest.methods.families.isotonic import IsotonicFamily
+    from fitontest.families.isotonic import IsotonicFamily
 
     return IsotonicFamily().fit(s, y).predict(s)
 
 
 def _es100(s: np.ndarray, y: np.ndarray, map: str, variant: str = "ours") -> np.ndarray:
-    from fitontest.methods.families.binning import BinningFamily
+    from fitontest.families.binning import BinningFamily
 
     fam = BinningFamily(scheme="es", n_bins=100, selection="fixed", map=map,
                         variant=variant).fit(s, y)

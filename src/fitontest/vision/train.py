@@ -1,6 +1,6 @@
 """Training of the image classifiers and export of their logits.
 
->>> from fitontest.train import train_model, export_logits
+>>> from fitontest.vision.train import train_model, export_logits
 >>> path = train_model("resnet8", X, y, recipe="small", out_dir="results/x/models/resnet8")  # doctest: +SKIP
 >>> export_logits(path, (X_val, y_val), None, "results/x/logits/resnet8/val.npz")           # doctest: +SKIP
 
@@ -38,7 +38,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from . import models
+from fitontest import models
 from fitontest.core.io import atomic_path, save_npz, write_text
 from .recipes import RECIPES, get_recipe, lr_at, recipe_names, validate_recipe
 from fitontest.core.runtime import resolve_device, set_torch_threads

@@ -11,7 +11,7 @@ from .axes import new_ax
 def family_and_name(family_or_name):
     """A fresh, unfitted family from a name or an estimator (cloned)."""
     if isinstance(family_or_name, str):
-        from fitontest.methods import families
+        from fitontest import families
 
         return families.get(family_or_name), family_or_name
     from sklearn.base import clone

@@ -70,7 +70,7 @@ def _map_evaluators(scores_df, evaluators, limit: int):
         return list(evaluators)[:limit]
     if scores_df is None or scores_df.empty:
         return []
-    from fitontest.methods import families
+    from fitontest import families
 
     out = []
     for name in order(scores_df, "evaluator"):

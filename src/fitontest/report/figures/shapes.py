@@ -15,7 +15,7 @@ def synthetic_shapes_figure(shapes: Sequence[str] | None = None,
     ``ax``: None (one row of panels is made) or a sequence of Axes, one per
     shape. Returns the array of Axes.
     """
-    from fitontest.vision.data import synthetic
+    from fitontest.data import synthetic
 
     shapes = list(synthetic.SHAPES if shapes is None else shapes)
     if ax is None:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from fitontest.methods import families
-from fitontest.methods.families.smece import smoothed_map
+from fitontest import families
+from fitontest.families.smece import smoothed_map
 from fitontest.core.validation import check_binary
 from .axes import new_ax
 

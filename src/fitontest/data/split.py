@@ -102,7 +102,7 @@ def _decode(key: str, v) -> np.ndarray:
 
 
 def write_split(path, split: dict, meta: dict | None = None) -> None:
-    """Write the split as JSON, atomically (:func:`fitontest.io.write_text`).
+    """Write the split as JSON, atomically (:func:`fitontest.core.io.write_text`).
 
     Layout: ``{"meta": {...}, "sizes": {...}, "train": ..., "val": ..., "holdout": ...}``;
     an index array that is a consecutive range is stored as ``{"start", "stop"}``.

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import metrics
+from fitontest.core import calibration_error
 from .selection import complexity_rule, kfold_indices
 
 
@@ -127,7 +127,7 @@ def _used(counts, sum_s, sum_y, p: int) -> np.ndarray:
     """The family's used estimate (the debiased binned CE) of every row."""
     full = counts > 0
     safe = np.where(full, counts, 1.0)
-    terms = metrics.debiased_bin_terms(counts, sum_s / safe, sum_y / safe, p=p)
+    terms = calibration_error.debiased_bin_terms(counts, sum_s / safe, sum_y / safe, p=p)
     return np.sum(counts * terms, axis=1) / counts.sum(axis=1)
 
 

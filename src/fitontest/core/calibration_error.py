@@ -247,16 +247,3 @@ def kce(scores, labels, bandwidth: float | None = None, chunk: int = 1024) -> fl
             total += 2.0 * tile_sum(i0, i1, j0, min(j0 + cols, n))
     total -= float(np.dot(r, r))                          # remove i == j (k = 1)
     return total / (n * (n - 1))
-
-
-# --------------------------------------------------------------------------
-# bootstrap intervals (fitontest.intervals; imported lazily: the families
-# import this module)
-# --------------------------------------------------------------------------
-
-def __getattr__(name: str):
-    if name in ("ce_interval", "CEInterval"):
-        from . import intervals
-
-        return getattr(intervals, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

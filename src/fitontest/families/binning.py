@@ -80,7 +80,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .. import metrics
+from fitontest.core import calibration_error
 from ..selection import complexity_rule, kfold_indices
 from fitontest.core.validation import check_scores
 from . import CalibrationFamily, register
@@ -383,7 +383,7 @@ class BinningFamily(CalibrationFamily):
         s = check_scores(scores)
         if s.size == 0:
             raise ValueError("scores is empty")
-        terms = metrics.debiased_bin_terms(self.bin_counts_, self.bin_mean_scores_,
+        terms = calibration_error.debiased_bin_terms(self.bin_counts_, self.bin_mean_scores_,
                                            self.bin_mean_labels_, p=p)
         weights = np.bincount(assign_bins(s, self.edges_, self.scheme),
                               minlength=self.n_bins_) / s.size

@@ -1,0 +1,20 @@
+"""Calibration errors, evaluator scores and CE intervals (docs/methods.md §6, §11).
+
+The public face of the scores: the estimators themselves live in
+:mod:`fitontest.core.calibration_error` (the families use them, so they sit
+below the families), the bootstrap intervals in :mod:`fitontest.intervals`.
+
+>>> import numpy as np
+>>> from fitontest import metrics
+>>> s = np.array([0.2, 0.4, 0.9])
+>>> round(metrics.true_ce(s, np.array([0.25, 0.4, 0.8])), 4)
+0.05
+"""
+from fitontest.core.calibration_error import (ceac, ce_estimate, cmee, debiased_bin_terms,
+                                              debiased_ece, folded_normal_mean, kce,
+                                              median_heuristic, spearman, true_ce)
+from fitontest.intervals import CEInterval, ce_interval
+
+__all__ = ["true_ce", "ce_estimate", "cmee", "ceac", "spearman", "folded_normal_mean",
+           "debiased_bin_terms", "debiased_ece", "median_heuristic", "kce",
+           "ce_interval", "CEInterval"]
