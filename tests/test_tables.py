@@ -73,24 +73,28 @@ def test_table3_by_size_values_ranks_and_average_rank():
                                   [[3, 1.5, 1.5, np.nan], [1, 2, 3, np.nan]])
     avg = t.avg_rank
     assert avg["A"] == 2.0 and avg["B"] == 1.75 and avg["D"] == 2.25 and np.isnan(avg["kce"])
-    # 16 units (arch, task, calibrator, seed) per cell, half at v - 0.5, half at v + 0.5
-    half = stats.t.ppf(0.975, 15) * np.std([-0.5] * 8 + [0.5] * 8, ddof=1) / 4
+    # 16 units (arch, task, calibrator, seed) per cell in 2 independent clusters (the
+    # seeds: the units of one seed share its test images), at v - 0.5 and v + 0.5
+    half = stats.t.ppf(0.975, 1) * np.std([-0.5, 0.5], ddof=1) / np.sqrt(2)
     np.testing.assert_allclose((t.hi - t.lo).to_numpy()[:, :3] / 2, half)
-    assert (t.n_units[["A", "B", "D"]] == 16).all().all() and (t.n_units["kce"] == 0).all()
+    assert (t.n_units[["A", "B", "D"]] == 2).all().all() and (t.n_units["kce"] == 0).all()
     md = t.to_markdown()
-    # two decimals: three significant digits at the median magnitude (2.0); B and D
-    # tie (B is the first best: bold, D underlined), A is worse in every unit
+    # two decimals: three significant digits at the median magnitude (2.0); B is the
+    # first best (bold); two clusters are too few to test: the others are underlined
+    # (not distinguishable), though A is worse in every unit
     h = f"{half:.2f}"
-    assert f"| 100 | 3.00 ± {h} (3) | **2.00 ± {h}** (1.5) | <u>2.00 ± {h}</u> (1.5) | – |" in md
+    assert (f"| 100 | <u>3.00 ± {h}</u> (3) | **2.00 ± {h}** (1.5) | <u>2.00 ± {h}</u> (1.5) "
+            f"| – |") in md
     assert "| *avg. rank* | 2.00 | 1.75 | 2.25 | – |" in md
     tex = t.to_latex()
     for rule in (r"\toprule", r"\midrule", r"\bottomrule"):
         assert rule in tex
-    assert (rf"100 & $3.00 \pm {h}_{{3}}$ & $\mathbf{{2.00 \pm {h}}}_{{1.5}}$ & "
+    assert (rf"100 & $\underline{{3.00 \pm {h}}}_{{3}}$ & $\mathbf{{2.00 \pm {h}}}_{{1.5}}$ & "
             rf"$\underline{{2.00 \pm {h}}}_{{1.5}}$ & -- \\") in tex
     t.decimals = 1
     h = f"{half:.1f}"
-    assert f"| 200 | **1.0 ± {h}** (1) | 2.0 ± {h} (2) | 3.0 ± {h} (3) | – |" in t.to_markdown()
+    assert (f"| 200 | **1.0 ± {h}** (1) | <u>2.0 ± {h}</u> (2) | <u>3.0 ± {h}</u> (3) | – |"
+            in t.to_markdown())
     assert r"avg. rank & 2.00 & 1.75 & 2.25 & -- \\" in tex
 
 

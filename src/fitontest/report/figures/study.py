@@ -11,7 +11,7 @@ from scipy.stats import spearmanr
 
 from ..aggregate import aggregate_units
 from ..frames import order, resolve_ranked_calibrators, select_truth, spearman_by_group, task_subset
-from ..specs import SCORE_UNITS, SPEARMAN_UNITS, SYNTHETIC_UNITS
+from .. import policy
 from .axes import new_ax
 
 def ranking_figure(scores_df: pd.DataFrame, arch, task, size, *, truth: str | None = None,
@@ -96,12 +96,12 @@ def summary_by_size(scores_df: pd.DataFrame, measure: str = "cmee", *, truth: st
         else:
             chosen, _ = resolve_ranked_calibrators(f["calibrator"], ranked_calibrators)
             data = spearman_by_group(f, item="calibrator", x=x, y=y, items=chosen)
-        col, scale = "spearman", 1.0
-        units = SYNTHETIC_UNITS if synthetic else SPEARMAN_UNITS
+        col = "spearman"
     else:
-        data, col, scale = f, measure, 1000.0
-        units = SYNTHETIC_UNITS if synthetic else SCORE_UNITS
-    cells = aggregate_units(data, col, ["size"], units, scale=scale, column_order=order_)
+        data, col = f, measure
+    inf = policy.inference_for("synthetic" if synthetic else "scores", measure)
+    cells = aggregate_units(data, col, ["size"], inf.units, scale=policy.scale_for(measure),
+                            column_order=order_, clusters=inf.clusters)
     mean = cells.mean
     ax = new_ax(ax, figsize=(5.0, 3.6))
     sizes = mean.index.to_numpy(dtype=np.float64)
