@@ -11,6 +11,7 @@ import pandas as pd
 from fitontest.core.io import atomic_path
 from fitontest.study.tasks import CONFIDENCE
 from ..frames import one_truth, order
+from ..policy import MAIN_TRUTH
 from .maps import draw_fit_on_test, family_and_name, logit_logit_plot
 from .reliability import STYLES, reliability_diagram
 from .shapes import synthetic_shapes_figure
@@ -137,7 +138,7 @@ def _subsample(n: int, k: int, seed: int) -> np.ndarray:
 
 def write_default_figures(scores_df: pd.DataFrame | None, out_dir, *, scores=None, labels=None,
                           true_c=None, calibrated_npz=None, truth_npz=None,
-                          truth: str = "isotonic", evaluators=None, n_bins: int = 15,
+                          truth: str = MAIN_TRUTH, evaluators=None, n_bins: int = 15,
                           scheme: str = "ew", n_diagram: int = 10000, n_fit: int = 1000,
                           seed: int = 0, scores_key: str | None = None,
                           labels_key: str | None = None, log: Callable | None = None) -> list[Path]:
@@ -183,7 +184,7 @@ def write_default_figures(scores_df: pd.DataFrame | None, out_dir, *, scores=Non
 
 
 def write_all_figures(scores_df: pd.DataFrame | None, out_dir, *, models=None,
-                      synthetic_df: pd.DataFrame | None = None, truth: str = "isotonic",
+                      synthetic_df: pd.DataFrame | None = None, truth: str = MAIN_TRUTH,
                       evaluators=None, n_bins: int = 15, n_diagram: int = 10000,
                       n_fit: int = 1000, seed: int = 0, log: Callable | None = None) -> list[Path]:
     """Figures of the paper configuration.
