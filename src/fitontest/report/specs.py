@@ -297,25 +297,47 @@ def _friedman_note(spec: TableSpec, data: pd.DataFrame, col: str, cols: list):
                           f"independent, so this p-value is optimistic).")
 
 
-def build(spec: TableSpec, frames: Mapping[str, pd.DataFrame | None], truth: str | None = None,
-          *, ranked_calibrators: Sequence[str] | None = None, level: float = 0.95,
-          alpha: float = 0.05) -> Table | None:
-    """The table of ``spec`` from ``frames`` (``{"scores": ..., "calibrators":
-    ..., "synthetic": ...}``) under one truth; None when its input is missing."""
+def _cached(cache: dict | None, key, make):
+    if cache is None:
+        return make()
+    if key not in cache:
+        cache[key] = make()
+    return cache[key]
+
+
+def _rows_of(spec: TableSpec, frames, truth) -> pd.DataFrame | None:
     f = select_truth(frames.get(spec.source), truth)
     if f is None or f.empty:
         return None
     if spec.where not in FILTERS:
         raise ValueError(f"unknown filter {spec.where!r}; known: {sorted(FILTERS)}")
-    f = f[FILTERS[spec.where](f)]
-    if f.empty:
+    return f[FILTERS[spec.where](f)]
+
+
+def build(spec: TableSpec, frames: Mapping[str, pd.DataFrame | None], truth: str | None = None,
+          *, ranked_calibrators: Sequence[str] | None = None, level: float = 0.95,
+          alpha: float = 0.05, cache: dict | None = None) -> Table | None:
+    """The table of ``spec`` from ``frames`` (``{"scores": ..., "calibrators":
+    ..., "synthetic": ...}``) under one truth; None when its input is missing.
+    ``cache``: a dict shared by the builds of one set of frames and truth (the
+    filtered rows and the Spearman correlations are computed once)."""
+    if spec.where not in FILTERS:
+        raise ValueError(f"unknown filter {spec.where!r}; known: {sorted(FILTERS)}")
+    f = _cached(cache, ("rows", spec.source, spec.where),
+                lambda: _rows_of(spec, frames, truth))
+    if f is None or f.empty:
         return None
     if spec.stat == "coverage":
         return coverage.coverage_table(f, spec, truth, level=level)
     cols = order(f, spec.columns)
     notes: list[str] = []
     if spec.measure.startswith("spearman"):
-        data, col = _spearman_data(f, spec, ranked_calibrators, notes)
+        def spearman():
+            words: list[str] = []
+            return _spearman_data(f, spec, ranked_calibrators, words), words
+        key = ("spearman", spec.source, spec.where, spec.measure.endswith("_sq"))
+        (data, col), words = _cached(cache, key, spearman)
+        notes += words
     else:
         data, col = f, spec.measure
     parts = _parts(data, spec)
@@ -357,6 +379,7 @@ def build_tables(frames: Mapping[str, pd.DataFrame | None], truth: str | None, *
                  sources: Sequence[str] = ("calibrators", "scores"),
                  ranked_calibrators: Sequence[str] | None = None) -> list[Table]:
     """Every table of ``SPECS`` from ``sources`` under one truth (those with input)."""
-    out = [build(s, frames, truth, ranked_calibrators=ranked_calibrators)
+    cache: dict = {}
+    out = [build(s, frames, truth, ranked_calibrators=ranked_calibrators, cache=cache)
            for s in SPECS if s.source in sources]
     return [t for t in out if t is not None]

@@ -217,6 +217,20 @@ def nemenyi(wide: pd.DataFrame) -> pd.DataFrame:
         .set_axis(w.columns, axis=0).set_axis(w.columns, axis=1)
 
 
+def binomial_intervals(k, n, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Clopper-Pearson intervals of k / n, vectorised (beta quantiles, the same
+    bounds as scipy.stats.binomtest(...).proportion_ci(method="exact"));
+    NaN where n == 0."""
+    k = np.asarray(k, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    a = (1 - level) / 2
+    with np.errstate(all="ignore"):
+        lo = np.where(k > 0, stats.beta.ppf(a, k, n - k + 1), 0.0)
+        hi = np.where(k < n, stats.beta.ppf(1 - a, k + 1, n - k), 1.0)
+    bad = n <= 0
+    return np.where(bad, np.nan, lo), np.where(bad, np.nan, hi)
+
+
 def binomial_interval(k, n, level: float = 0.95) -> tuple[float, float]:
     """Clopper-Pearson interval of a proportion k / n (NaN when n == 0)."""
     if int(n) == 0:
