@@ -77,3 +77,23 @@ def test_ci_csv_long_format(tmp_path):
     assert tmp_path / "table3_cmee_by_size.ci.csv" in paths
     md = (tmp_path / "table3_cmee_by_size.md").read_text()
     assert "| 1000 | **3.00** (1) | <u>4.00</u> (2) |" in md                 # mean only
+
+
+def test_specs_and_findings_read_one_policy(monkeypatch):
+    """Change the policy's clusters for scores: the tables and the findings follow."""
+    from fitontest.report import findings as F
+
+    units = policy.INFERENCE["scores"].units
+    every_unit = policy.Inference(units=units, clusters=units, population="each unit")
+    monkeypatch.setitem(policy.INFERENCE, "scores", every_unit)
+    spec = TableSpec(name="cmee_ovr_overall", source="scores", measure="cmee", rows=(),
+                     caption="CMEE overall (values ×1000).")
+    t = build(spec, {"scores": unbalanced()}, "iso")
+    assert t.n_units.loc["all", "E"] == 3 and "each unit" in t.full_caption()
+    seen = []
+    claim = F.Claim.from_dict({"id": "c", "paper": "p", "source": "s", "frame": "scores",
+                               "measure": "cmee", "check": "best", "params": {"method": "E"}})
+    f = pd.concat([unbalanced(), unbalanced().assign(evaluator="G", cmee=1.0)])
+    F.evaluate_claims([claim], f, truth="iso",
+                      markers=lambda w, **kw: seen.append(len(w)) or pd.Series(True, w.columns))
+    assert seen == [3]
