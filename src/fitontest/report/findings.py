@@ -130,10 +130,13 @@ def findings_markdown(findings: pd.DataFrame, exp: str = "") -> str:
         f"{counts.get(FAILS, 0)} do not hold, {counts.get(NOT_TESTABLE, 0)} not testable "
         f"with this config. Truth estimator: {truths or 'none'}.", "",
         "Each row is one conclusion of Kängsepp, Valk & Kull (2025): the paper's words, the "
-        "precise test run on this run's tidy frames (means over every matching row, rank 1 = "
-        "best), the verdict and its evidence (errors ×1000 as in the tables). Significance "
-        "is for the paired units named; \"n/a\" when none was computed. Claims are declared "
-        "in `src/fitontest/report/claims.yaml`.", "",
+        "precise test run on this run's tidy frames (the tables' cell means: over the "
+        "independent clusters — the seeds; the networks for calibrators — of the unit means, "
+        "rank 1 = best), the verdict and its evidence (errors ×1000 as in the tables). "
+        "Significance is the tables' (paired t-tests of all pairs over the clusters named, "
+        "Holm); \"not distinguishable\" when there are too few clusters to test, \"n/a\" "
+        "when none was computed. Claims are declared in `src/fitontest/report/claims.yaml`.",
+        "",
         "| id | source | the paper says | tested as | result | evidence | significance |",
         "|:---|:---|:---|:---|:---|:---|:---|"]
     for r in findings.itertuples():
