@@ -165,7 +165,7 @@ def test_write_default_figures_names(tmp_path, monkeypatch):
     assert "fit_on_test" in saved and "ranking" not in saved
 
 
-def test_summary_by_size_bars_are_95_percent_t_intervals_over_units():
+def test_summary_by_size_bars_are_the_tables_cluster_intervals():
     from scipy import stats as sps
 
     df = toy_scores_frame()
@@ -173,11 +173,33 @@ def test_summary_by_size_bars_are_95_percent_t_intervals_over_units():
     container = ax.containers[0]                   # first evaluator: ece_es15
     segments = container.lines[2][0].get_segments()
     for size, seg in zip([100, 300], segments):
-        v = df[(df["evaluator"] == "ece_es15") & (df["size"] == size)]["cmee"].to_numpy() * 1000
-        assert v.size == 12             # 2 tasks x 3 calibrators x 2 seeds, one row each
+        sub = df[(df["evaluator"] == "ece_es15") & (df["size"] == size)]
+        assert len(sub) == 12           # 2 tasks x 3 calibrators x 2 seeds, one row each
+        v = sub.groupby("seed")["cmee"].mean().to_numpy() * 1000   # the seeds are the clusters
         lo, hi = sps.t.interval(0.95, v.size - 1, loc=v.mean(), scale=sps.sem(v))
         np.testing.assert_allclose([seg[0][1], seg[1][1]], [lo, hi])
     plt.close("all")
+
+
+def test_summary_by_size_tells_seventeen_evaluators_apart_with_the_legend_outside(tmp_path):
+    from fitontest.report.figures.axes import method_styles
+
+    names = [f"ev{i}" for i in range(17)]
+    styles = method_styles(names)
+    pairs = {(st["color"], st["marker"]) for st in styles.values()}
+    assert len(pairs) == 17 and len({st["color"] for st in styles.values()}) == 17
+    df = toy_scores_frame()
+    df = pd.concat([df[df["evaluator"] == "toy"].assign(evaluator=n, cmee=df["cmee"] + i * 1e-3)
+                    for i, n in enumerate(names)])
+    ax = study.summary_by_size(df, "cmee")
+    fig = ax.figure
+    fig.canvas.draw()
+    leg = ax.get_legend().get_window_extent()
+    assert leg.x0 >= ax.get_window_extent().x1            # off the data, to the right
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == names
+    plt.close("all")
+    paths = output._summaries(df, tmp_path, "summary_by_size", "isotonic", ("cmee", "ce_error"))
+    assert {p.suffix for p in paths} == {".pdf", ".png"}
 
 
 def test_smooth_reliability_diagram_draws_on_the_given_axes_and_band_holds_the_map():

@@ -149,7 +149,7 @@ def test_best_significance_with_a_marker_function():
     c = claim("best", {"method": "pl_ce"})
     r = run(c, markers=within(0.001), scores=s)
     assert r["status"] == F.HOLDS and r["significance"].startswith("significantly best")
-    assert "3 paired (arch, task, calibrator, size, seed) units" in r["significance"]
+    assert "3 independent (seed) clusters" in r["significance"]
     r = run(c, markers=within(0.005), scores=s)
     assert r["significance"].startswith("tied: pl3_ce not significantly worse")
     r = run(claim("best", {"method": "beta"}), markers=within(0.005), scores=s)
@@ -163,9 +163,39 @@ def test_best_significance_with_a_marker_function():
 def test_a_marker_function_that_refuses_gives_na_with_its_reason():
     def refuse(wide, **kw):
         raise ValueError("needs 5 units")
-    s = scores({"pl_ce": 0.01, "beta": 0.02}, seed=[0, 1])
+    s = scores({"pl_ce": 0.01, "beta": 0.02}, seed=[0, 1, 2])
     r = run(claim("best", {"method": "pl_ce"}), markers=refuse, scores=s)
     assert r["status"] == F.HOLDS and r["significance"] == "n/a (needs 5 units)"
+
+
+def test_too_few_independent_clusters_are_not_distinguishable():
+    """Two seeds are two clusters however many (model, task, calibrator, size) rows
+    they hold: the verdict says so instead of marking."""
+    s = scores({"pl_ce": 0.01, "beta": 0.02}, seed=[0, 1], arch=["a", "b", "c"],
+               task=["car", "cat"], size=[100, 1000])
+    r = run(claim("best", {"method": "pl_ce"}), markers=within(0.001), scores=s)
+    assert r["status"] == F.HOLDS
+    assert r["significance"].startswith("not distinguishable (2 independent (seed) cluster")
+
+
+def test_findings_use_the_tables_units_and_clusters():
+    """The matrix a marker function sees has one row per seed (the tables' clusters),
+    each the mean of that seed's (model, task, calibrator) unit means."""
+    from fitontest.report.specs import build, spec_named
+    seen = []
+
+    def spy(wide, **kw):
+        seen.append(wide.copy())
+        return pd.Series(True, index=wide.columns)
+    v = {"pl_ce": lambda seed, arch, size, **k: 0.01 + 0.001 * seed + (arch == "b") * 0.002
+         + (size == 100) * 0.001, "beta": 0.02}
+    s = scores(v, seed=[0, 1, 2], arch=["a", "b"], size=[100, 1000])
+    r = run(claim("best", {"method": "pl_ce"}), markers=spy, scores=s)
+    assert r["status"] == F.HOLDS and len(seen) == 1
+    assert list(seen[0].index) == [0, 1, 2]
+    np.testing.assert_allclose(seen[0]["pl_ce"], 0.0115 + 0.001 * np.arange(3))
+    table = build(spec_named("table3_cmee_overall"), {"scores": s}, "isotonic")
+    assert f"pl_ce {table.values.loc['all', 'pl_ce']:.4g}" in r["evidence"]
 
 
 # ---------------------------------------------------------------------------
@@ -226,7 +256,7 @@ def test_ahead_of():
 
 
 def test_ahead_of_counts_significant_pairs():
-    s = scores({"a": 0.010, "b": 0.0105, "c": 0.030}, seed=[0, 1])
+    s = scores({"a": 0.010, "b": 0.0105, "c": 0.030}, seed=[0, 1, 2])
     c = claim("ahead_of", {"ahead": ["a", "b"], "behind": ["c"]})
     r = run(c, markers=within(0.005), scores=s)
     assert r["status"] == F.HOLDS and r["significance"].startswith("ahead significantly in 2 of 2")

@@ -1,11 +1,13 @@
-"""Table specs as data: units, the long-format interval CSV, and a new spec."""
+"""Table specs as data: units and clusters from the policy, the long-format interval CSV,
+and a new spec."""
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats as sps
 
 from fitontest.report import write
-from fitontest.report.specs import SCORE_UNITS, SPECS, TableSpec, build
+from fitontest.report import policy
+from fitontest.report.specs import SPECS, TableSpec, build
 from fitontest.study.schema import SCORE_COLUMNS, SCORE_VALUES
 
 
@@ -28,9 +30,12 @@ def unbalanced():
 
 
 def test_a_new_spec_averages_within_units_first():
-    """Adding a table = one TableSpec: CMEE overall on the one-vs-rest tasks."""
+    """Adding a table = one TableSpec: CMEE overall on the one-vs-rest tasks. With
+    every unit its own cluster the cell is the mean of the unit means."""
+    units = policy.INFERENCE["scores"].units
     spec = TableSpec(name="cmee_ovr_overall", source="scores", measure="cmee", rows=(),
-                     where="ovr", units=SCORE_UNITS, caption="CMEE overall (values ×1000).")
+                     where="ovr", caption="CMEE overall (values ×1000).",
+                     inference=policy.Inference(units=units, clusters=units, population="x"))
     t = build(spec, {"scores": unbalanced()}, "iso")
     # unit means 2, 5, 8 (not the row mean 17/4)
     assert t.values.loc["all", "E"] == pytest.approx(5.0)
@@ -38,6 +43,20 @@ def test_a_new_spec_averages_within_units_first():
     ref = sps.t.interval(0.95, 2, loc=5.0, scale=np.std([2, 5, 8], ddof=1) / np.sqrt(3))
     np.testing.assert_allclose([t.lo.loc["all", "E"], t.hi.loc["all", "E"]], ref)
     assert "(model, task, calibrator, seed)" in t.full_caption()
+
+
+def test_the_policy_clusters_units_by_seed():
+    """The default spec uses the policy: units (r1, 0) = 2 and (r2, 0) = 8 share
+    seed 0 -> cluster mean 5; seed 1 has (r1, 1) = 5: two clusters, both 5."""
+    spec = TableSpec(name="cmee_ovr_overall", source="scores", measure="cmee", rows=(),
+                     caption="CMEE overall (values ×1000).")
+    assert spec.inf is policy.INFERENCE["scores"] and spec.factor == policy.ERROR_SCALE
+    t = build(spec, {"scores": unbalanced()}, "iso")
+    assert t.values.loc["all", "E"] == pytest.approx(5.0)
+    assert t.n_units.loc["all", "E"] == 2
+    assert t.lo.loc["all", "E"] == pytest.approx(5.0) and t.hi.loc["all", "E"] == pytest.approx(5.0)
+    cap = t.full_caption()
+    assert "clusters (seed)" in cap and policy.INFERENCE["scores"].population in cap
 
 
 def test_ci_csv_long_format(tmp_path):
@@ -48,10 +67,33 @@ def test_ci_csv_long_format(tmp_path):
     assert list(ci.columns) == ["group", "column", "mean", "ci_lo", "ci_hi", "n_units", "best",
                                 "not_worse"]
     row = ci[(ci["group"] == "100") & (ci["column"] == "E")].iloc[0]
-    assert row["mean"] == pytest.approx(14 / 3) and row["n_units"] == 3 and row["best"]
+    # seed clusters: seed 0 = mean(1, 8) = 4.5, seed 1 = 5 -> 4.75 over 2 clusters
+    assert row["mean"] == pytest.approx(4.75) and row["n_units"] == 2 and row["best"]
     one = ci[(ci["group"] == "1000")]
-    assert (one["n_units"] == 1).all() and one["ci_lo"].isna().all()      # one unit: no interval
+    assert (one["n_units"] == 1).all() and one["ci_lo"].isna().all()   # one cluster: no interval
     assert one.set_index("column")["best"].to_dict() == {"E": True, "F": False}
+    # one cluster cannot tell the columns apart: both "not significantly worse"
+    assert one["not_worse"].all()
     assert tmp_path / "table3_cmee_by_size.ci.csv" in paths
     md = (tmp_path / "table3_cmee_by_size.md").read_text()
-    assert "| 1000 | **3.00** (1) | 4.00 (2) |" in md                        # mean only
+    assert "| 1000 | **3.00** (1) | <u>4.00</u> (2) |" in md                 # mean only
+
+
+def test_specs_and_findings_read_one_policy(monkeypatch):
+    """Change the policy's clusters for scores: the tables and the findings follow."""
+    from fitontest.report import findings as F
+
+    units = policy.INFERENCE["scores"].units
+    every_unit = policy.Inference(units=units, clusters=units, population="each unit")
+    monkeypatch.setitem(policy.INFERENCE, "scores", every_unit)
+    spec = TableSpec(name="cmee_ovr_overall", source="scores", measure="cmee", rows=(),
+                     caption="CMEE overall (values ×1000).")
+    t = build(spec, {"scores": unbalanced()}, "iso")
+    assert t.n_units.loc["all", "E"] == 3 and "each unit" in t.full_caption()
+    seen = []
+    claim = F.Claim.from_dict({"id": "c", "paper": "p", "source": "s", "frame": "scores",
+                               "measure": "cmee", "check": "best", "params": {"method": "E"}})
+    f = pd.concat([unbalanced(), unbalanced().assign(evaluator="G", cmee=1.0)])
+    F.evaluate_claims([claim], f, truth="iso",
+                      markers=lambda w, **kw: seen.append(len(w)) or pd.Series(True, w.columns))
+    assert seen == [3]

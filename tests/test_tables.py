@@ -10,7 +10,9 @@ import pytest
 from scipy import stats
 
 from fitontest.report import frames, write
-from fitontest.report.specs import build, spec_named
+from fitontest.report import stats as stats_module
+from fitontest.report.specs import SPECS, build, spec_named
+from fitontest.report.table import flat_index
 from fitontest.study.schema import (CALIBRATOR_COLUMNS, SCORE_COLUMNS, SCORE_VALUES,
                               SYNTHETIC_COLUMNS)
 
@@ -73,24 +75,28 @@ def test_table3_by_size_values_ranks_and_average_rank():
                                   [[3, 1.5, 1.5, np.nan], [1, 2, 3, np.nan]])
     avg = t.avg_rank
     assert avg["A"] == 2.0 and avg["B"] == 1.75 and avg["D"] == 2.25 and np.isnan(avg["kce"])
-    # 16 units (arch, task, calibrator, seed) per cell, half at v - 0.5, half at v + 0.5
-    half = stats.t.ppf(0.975, 15) * np.std([-0.5] * 8 + [0.5] * 8, ddof=1) / 4
+    # 16 units (arch, task, calibrator, seed) per cell in 2 independent clusters (the
+    # seeds: the units of one seed share its test images), at v - 0.5 and v + 0.5
+    half = stats.t.ppf(0.975, 1) * np.std([-0.5, 0.5], ddof=1) / np.sqrt(2)
     np.testing.assert_allclose((t.hi - t.lo).to_numpy()[:, :3] / 2, half)
-    assert (t.n_units[["A", "B", "D"]] == 16).all().all() and (t.n_units["kce"] == 0).all()
+    assert (t.n_units[["A", "B", "D"]] == 2).all().all() and (t.n_units["kce"] == 0).all()
     md = t.to_markdown()
-    # two decimals: three significant digits at the median magnitude (2.0); B and D
-    # tie (B is the first best: bold, D underlined), A is worse in every unit
+    # two decimals: three significant digits at the median magnitude (2.0); B is the
+    # first best (bold); two clusters are too few to test: the others are underlined
+    # (not distinguishable), though A is worse in every unit
     h = f"{half:.2f}"
-    assert f"| 100 | 3.00 ± {h} (3) | **2.00 ± {h}** (1.5) | <u>2.00 ± {h}</u> (1.5) | – |" in md
+    assert (f"| 100 | <u>3.00 ± {h}</u> (3) | **2.00 ± {h}** (1.5) | <u>2.00 ± {h}</u> (1.5) "
+            f"| – |") in md
     assert "| *avg. rank* | 2.00 | 1.75 | 2.25 | – |" in md
     tex = t.to_latex()
     for rule in (r"\toprule", r"\midrule", r"\bottomrule"):
         assert rule in tex
-    assert (rf"100 & $3.00 \pm {h}_{{3}}$ & $\mathbf{{2.00 \pm {h}}}_{{1.5}}$ & "
+    assert (rf"100 & $\underline{{3.00 \pm {h}}}_{{3}}$ & $\mathbf{{2.00 \pm {h}}}_{{1.5}}$ & "
             rf"$\underline{{2.00 \pm {h}}}_{{1.5}}$ & -- \\") in tex
     t.decimals = 1
     h = f"{half:.1f}"
-    assert f"| 200 | **1.0 ± {h}** (1) | 2.0 ± {h} (2) | 3.0 ± {h} (3) | – |" in t.to_markdown()
+    assert (f"| 200 | **1.0 ± {h}** (1) | <u>2.0 ± {h}</u> (2) | <u>3.0 ± {h}</u> (3) | – |"
+            in t.to_markdown())
     assert r"avg. rank & 2.00 & 1.75 & 2.25 & -- \\" in tex
 
 
@@ -321,3 +327,52 @@ def test_report_groups_of_table_names():
         "Interval coverage", "Hyper-parameters"]
     assert title("table4_ce_error_ovr") == "Table 4 (table4_ce_error_ovr)"
     assert title("synthetic_cmee") == "synthetic_cmee"
+
+
+# ---------------------------------------------------------------------------
+# the speed changes leave every table as it was (compared with the old code paths)
+
+
+def _old_intervals_long(t):
+    parts = {"mean": t.values, "ci_lo": t.lo, "ci_hi": t.hi, "n_units": t.n_units,
+             "best": t.best, "not_worse": t.not_worse}
+    cols = {}
+    for k, v in parts.items():
+        w = v.copy()
+        w.index = flat_index(w.index)
+        cols[k] = w.stack(future_stack=True)
+    out = pd.DataFrame(cols)
+    out.index.names = ["group", "column"]
+    return out.reset_index()
+
+
+def test_speed_paths_equal_the_old_ones():
+    """Cached rows and Spearman correlations, the vectorised long CSV and the
+    vectorised Clopper-Pearson bounds give what the per-table / per-cell paths gave."""
+    f = scores_frame()
+    rng = np.random.default_rng(0)
+    f["ce_used"], f["true_ce"] = rng.random(len(f)), rng.random(len(f))
+    f["ce_lo"], f["ce_hi"] = f["true_ce"] - rng.random(len(f)), f["true_ce"] + 0.3
+    f["ci_level"], f["true_ce_pop"] = 0.9, f["true_ce"]
+    frames = {"scores": f, "calibrators": calibrator_frame()}
+    cache = {}
+    for spec in SPECS:
+        if spec.source == "synthetic":
+            continue
+        a = build(spec, frames, "isotonic", cache=cache)
+        b = build(spec, frames, "isotonic")
+        if a is None:
+            assert b is None
+            continue
+        assert a.to_markdown() == b.to_markdown() and a.to_latex() == b.to_latex(), spec.name
+        if a.lo is not None:
+            pd.testing.assert_frame_equal(a.intervals_long(), _old_intervals_long(a),
+                                          check_dtype=False)
+    assert any(k[0] == "spearman" for k in cache)
+    cov = build(spec_named("coverage_ovr"), frames, "isotonic")
+    hits = (cov.values / 100 * cov.n_units).round().astype(int)
+    for i in range(cov.values.shape[0]):
+        for j in range(cov.values.shape[1]):
+            lo, hi = stats_module.binomial_interval(hits.iat[i, j], cov.n_units.iat[i, j])
+            assert cov.lo.iat[i, j] == pytest.approx(lo * 100)
+            assert cov.hi.iat[i, j] == pytest.approx(hi * 100)

@@ -237,38 +237,41 @@ def bench_config(base: dict, name: str, spec: str | None) -> dict:
     return cfg
 
 
-def ranking(frame, value: str, units):
-    """Per evaluator: mean of ``value`` over independent ``units`` with its 95 %
-    t-interval, rank (1 = smallest) and whether it is not significantly worse
-    than the best (the tables' Wilcoxon + Holm markers)."""
+def ranking(frame, value: str, inference):
+    """Per evaluator: the tables' cell (mean over the policy's independent
+    clusters, 95 % interval), rank (1 = smallest) and whether it is not
+    significantly worse than any other (the tables' markers)."""
     import pandas as pd
 
     from .report.aggregate import aggregate_units
     from .report.stats import significance_markers
 
-    cells = aggregate_units(frame, value, [], units)
+    cells = aggregate_units(frame, value, [], inference.units, clusters=inference.clusters)
     out = pd.DataFrame({"mean": cells.mean.iloc[0], "lo": cells.lo.iloc[0],
                         "hi": cells.hi.iloc[0]}).dropna(subset=["mean"])
     out["rank"] = out["mean"].rank(method="min").astype(int)
     wide = next(iter(cells.units.values()))[out.index]
-    out["tied"] = significance_markers(wide).reindex(out.index).fillna(False)
+    out["tied"] = significance_markers(wide, min_clusters=inference.min_clusters)\
+        .reindex(out.index).fillna(False)
     return out
 
 
 def bench_report(frame, name: str, title: str, truth: str | None) -> str:
-    if truth is None:
-        truths = list(dict.fromkeys(frame["truth"]))
-        truth = "isotonic" if "isotonic" in truths else truths[0]
+    from .report import policy
+
+    truth = policy.pick_truth(frame["truth"], truth)
     f = frame[frame["truth"] == truth]
     synthetic = "shape" in f.columns
-    units = ("seed",) if synthetic else ("arch", "task", "calibrator", "seed")
+    inference = policy.inference_for("synthetic" if synthetic else "scores")
+    units = inference.clusters
     over = ("shape, CE level, size and seed" if synthetic
             else "model, task, calibrator, size and seed")
-    cmee, err = ranking(f, "cmee", units), ranking(f, "ce_error", units)
+    cmee, err = ranking(f, "cmee", inference), ranking(f, "ce_error", inference)
     evaluators = sorted(set(f["evaluator"]), key=lambda e: (
         cmee["mean"].get(e, np.inf), e))
     lines = [f"{title} (truth: {truth}; means over every {over}; 95 % interval over the "
-             f"units ({', '.join(units)}); * = best or not significantly worse)",
+             f"independent clusters ({', '.join(units)}); * = not significantly worse than "
+             f"any other)",
              f"{'evaluator':<22} {'CMEE':>9} {'95% interval':>21} {'rank':>5}  "
              f"{'CE error':>9} {'95% interval':>21} {'rank':>5}"]
 

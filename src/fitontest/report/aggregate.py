@@ -3,11 +3,12 @@
 
 :func:`aggregate` gives one statistic per cell (plain mean, std over seeds,
 mode). :func:`aggregate_units` gives the cells of a ranked table with their
-intervals: the rows of a cell are first averaged within each independent
-unit (e.g. a (model, task, calibrator, seed): its test-set sizes share one
-permutation, so they are not independent), the cell is the mean of its unit
-means with a t-interval over them (:mod:`.stats`), and the unit means of each
-table row are kept for the paired significance tests.
+intervals, in three steps (:mod:`.policy` names the keys): the rows of a cell
+are averaged within each unit (e.g. a (model, task, calibrator, seed): its
+test sizes share one permutation), the unit means within each independent
+cluster (e.g. the seed: its units share the test images), and the cell is the
+mean of its cluster means with a t-interval over them (:mod:`.stats`). The
+cluster means of each table row are kept for the paired significance tests.
 """
 from __future__ import annotations
 
@@ -84,8 +85,8 @@ def aggregate(frame: pd.DataFrame, measure: str, rows: Sequence[str] = (), *,
 
 @dataclass
 class Cells:
-    """Cell means with their t-intervals and unit counts (same layout), and per
-    table row the units x columns matrix of unit means (scaled)."""
+    """Cell means with their t-intervals and cluster counts (same layout), and
+    per table row the clusters x columns matrix of cluster means (scaled)."""
 
     mean: pd.DataFrame
     lo: pd.DataFrame
@@ -96,10 +97,12 @@ class Cells:
 
 def aggregate_units(frame: pd.DataFrame, measure: str, rows: Sequence[str], units: Sequence[str],
                     *, columns: str = "evaluator", scale: float = 1.0,
-                    column_order: Sequence | None = None, level: float = 0.95) -> Cells:
-    """Cells of ``measure`` x ``scale`` as the mean over independent ``units``
-    (keys of a unit; those among ``rows`` are fixed by the row, and a row that
-    fixes every key is one unit)."""
+                    column_order: Sequence | None = None, level: float = 0.95,
+                    clusters: Sequence[str] | None = None) -> Cells:
+    """Cells of ``measure`` x ``scale``: the mean over the independent
+    ``clusters`` (default: every unit is its own cluster) of the mean over
+    their ``units`` (keys; those among ``rows`` are fixed by the row, and a
+    row that fixes every cluster key has one cluster per cell)."""
     if column_order is None:
         column_order = order(frame, columns)
     f, rows = _row_keys(frame, rows)
@@ -114,6 +117,18 @@ def aggregate_units(frame: pd.DataFrame, measure: str, rows: Sequence[str], unit
     f[measure] = pd.to_numeric(f[measure], errors="coerce").astype(np.float64) * scale
     um = f.groupby(rows + [columns] + unit_keys, sort=False, dropna=False)[measure].mean()
     um = um.dropna()
+    if clusters is not None:
+        bad = [c for c in clusters if c not in units]
+        if bad:
+            raise ValueError(f"cluster keys {bad} are not among the unit keys {list(units)}")
+        ckeys = [c for c in clusters if c in unit_keys]
+        if ckeys != unit_keys:
+            if not ckeys:
+                um = um.groupby(level=list(range(len(rows) + 1)), sort=False).mean()
+                um = pd.Series(um.to_numpy(), index=pd.MultiIndex.from_frame(
+                    um.index.to_frame(index=False).assign(_unit=0)))
+            else:
+                um = um.groupby(level=rows + [columns] + ckeys, sort=False).mean()
     g = um.groupby(level=list(range(len(rows) + 1)), sort=False)
     mean, std, n = g.mean(), g.std(ddof=1), g.size()
     lo, hi = t_bounds(mean.to_numpy(), std.to_numpy(), n.to_numpy(), level)

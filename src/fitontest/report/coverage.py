@@ -17,7 +17,7 @@ import pandas as pd
 
 from .aggregate import aggregate
 from .frames import order
-from .stats import binomial_interval
+from .stats import binomial_intervals
 from .table import Table
 
 COVERAGE_COLUMNS = ("ce_lo", "ce_hi", "ci_level", "true_ce_pop")
@@ -49,10 +49,8 @@ def coverage_table(frame: pd.DataFrame, spec, truth: str | None, *,
     n = (g.size().unstack(spec.columns).reindex(index=k.index, columns=cols)
          .fillna(0).astype(int))
     hits = (k * n).round().fillna(0).astype(int)
-    lo, hi = k.copy(), k.copy()
-    for i in range(len(k)):
-        for j in range(k.shape[1]):
-            lo.iat[i, j], hi.iat[i, j] = binomial_interval(hits.iat[i, j], n.iat[i, j], level)
+    lo, hi = (pd.DataFrame(b, index=k.index, columns=k.columns)
+              for b in binomial_intervals(hits.to_numpy(), n.to_numpy(), level))
     nominal = sorted(pd.to_numeric(f["ci_level"], errors="coerce").dropna().unique())
     notes = [f"Nominal level: {', '.join(f'{v:.0%}' for v in nominal)}. "
              f"Cells: coverage [Clopper-Pearson {level:.0%} interval] over n_units rows "

@@ -9,7 +9,7 @@ plus a test, e.g. CMEE by model on the confidence task only::
 
     SPECS.append(TableSpec(
         name="table3_cmee_confidence_by_model", source="scores", measure="cmee",
-        rows=("arch",), where="confidence", units=SCORE_UNITS,
+        rows=("arch",), where="confidence",
         caption="CMEE of the evaluators on the confidence task, by model (values ×1000)."))
 
     def test_cmee_confidence_by_model():
@@ -17,8 +17,9 @@ plus a test, e.g. CMEE by model on the confidence task only::
         assert list(t.values.index) == ["r110", "d40"]   # + the expected cell means
 
 Statistics (``stat``; docs/methods.md §11.3-§11.6): "interval" = mean over the
-independent ``units`` with a 95 % t-interval, per-row ranks and significance
-markers (:mod:`.stats`);
+independent clusters of the spec's :class:`~.policy.Inference` (by default the
+policy's for its source and measure) with a 95 % cluster t-interval, per-row
+ranks and significance markers (:mod:`.policy`, :mod:`.stats`);
 "mean" = plain mean of the rows; "std" = standard deviation over seeds of the
 per-seed means (ddof 1; NaN with one seed); "mode" = most frequent value;
 "coverage" = share of rows whose CE interval holds the population CE
@@ -40,19 +41,15 @@ from . import coverage
 from .aggregate import aggregate, aggregate_units
 from .frames import (TASK_WORDS, order, resolve_ranked_calibrators,
                      select_truth, spearman_by_group)
+from . import policy
+from .policy import Inference, inference_for
 from .stats import friedman, significance_markers
 from .table import Table, sections
 
-# independent units of a cell: (model, task, calibrator, seed) for evaluator
-# scores (the test sizes of one seed are disjoint slices of one permutation,
-# scored against the same calibrated model: averaged within the unit, not
-# counted as units of their own); the seed on synthetic data (one seed's sample
-# is shared by shapes, CE levels and sizes); the model for calibrators.
-SCORE_UNITS = ("arch", "task", "calibrator", "seed")
-SPEARMAN_UNITS = ("arch", "task", "seed")
-SYNTHETIC_UNITS = ("seed",)
-CALIBRATOR_UNITS = ("arch",)
-UNIT_WORDS = {"arch": "model"}
+# Friedman blocks: the units of the policy (descriptive: blocks of one seed
+# share test images, so the Friedman p-value is optimistic; the caption says so)
+SCORE_BLOCKS = policy.INFERENCE["scores"].units
+SPEARMAN_BLOCKS = policy.INFERENCE["spearman"].units
 
 FILTERS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
     "all": lambda f: pd.Series(True, index=f.index),
@@ -78,15 +75,22 @@ class TableSpec:
     where: str = "all"
     section_by: str | None = None
     stat: str = "interval"
-    units: tuple = ()
+    inference: Inference | None = None    # None: the policy's for source and measure
     blocks: tuple | None = None
     lower_is_better: bool = True
-    scale: float = 1000.0
+    scale: float | None = None            # None: the policy's for the measure
     decimals: int | None = None
 
+    @property
+    def inf(self) -> Inference:
+        return self.inference or inference_for(self.source, self.measure)
 
-def _words(keys: Sequence[str]) -> str:
-    return "(" + ", ".join(UNIT_WORDS.get(k, k) for k in keys) + ")"
+    @property
+    def factor(self) -> float:
+        return policy.scale_for(self.measure) if self.scale is None else self.scale
+
+
+_words = policy.words
 
 
 # ---------------------------------------------------------------------------
@@ -105,7 +109,7 @@ def _table2() -> list[TableSpec]:
             out.append(TableSpec(
                 name=name, source="calibrators", measure=measure, columns="calibrator",
                 rows=("arch", "task") if by_model else ("task",),
-                where="binary" if base == "cmee" else "all", units=CALIBRATOR_UNITS,
+                where="binary" if base == "cmee" else "all",
                 blocks=("arch", "task") if name == "table2_ceac" else None,
                 caption=(f"{what[base]}{', squared (L2)' if sq else ''} on the hold-out "
                          f"(values ×1000), "
@@ -122,9 +126,9 @@ def _table3() -> list[TableSpec]:
     for sq in ("", "_sq"):
         what = (f"CMEE{' (L2, squared)' if sq else ''} of the evaluators on the hold-out "
                 f"(values ×1000)")
-        common = dict(source="scores", measure="cmee" + sq, units=SCORE_UNITS)
+        common = dict(source="scores", measure="cmee" + sq)
         out.append(TableSpec(name=f"table3_cmee{sq}", rows=_T3_SECTIONS,
-                             blocks=SCORE_UNITS if not sq else None,
+                             blocks=SCORE_BLOCKS if not sq else None,
                              caption=f"{what}, overall and by model, size and task.", **common))
         for (label, rows), suffix in zip(_T3_SECTIONS, ("overall", "by_model", "by_size",
                                                        "by_task")):
@@ -154,20 +158,20 @@ def _table4() -> list[TableSpec]:
                 out.append(TableSpec(
                     name=f"table4_ce_error{sq}_{tasks}{std}", source="scores",
                     measure="ce_error" + sq, rows=("size",), where=tasks, stat=stat,
-                    units=SCORE_UNITS, blocks=SCORE_UNITS if main else None,
+                    blocks=SCORE_BLOCKS if main else None,
                     caption=pre + err))
                 out.append(TableSpec(
                     name=f"table4_spearman{sq}_{tasks}{std}", source="scores",
                     measure="spearman" + sq, rows=("size",), where=tasks, stat=stat,
-                    units=SPEARMAN_UNITS, blocks=SPEARMAN_UNITS if main else None,
-                    lower_is_better=False, scale=1.0, decimals=3, caption=pre + rho))
+                    blocks=SPEARMAN_BLOCKS if main else None,
+                    lower_is_better=False, decimals=3, caption=pre + rho))
     return out
 
 
 def _hyper() -> list[TableSpec]:
     return [TableSpec(
         name=f"hyper_{stat}_by_size", source="scores", measure="hyper", rows=("size",),
-        stat=stat, scale=1.0, decimals=1 if stat == "mean" else 0,
+        stat=stat, decimals=1 if stat == "mean" else 0,
         caption=(f"{'Mean' if stat == 'mean' else 'Most frequent'} chosen hyper-parameter "
                  f"(number of bins, pieces, ...) of each evaluator by test size, over models, "
                  f"tasks, calibrators and seeds.")) for stat in ("mean", "mode")]
@@ -188,9 +192,8 @@ def _synthetic() -> list[TableSpec]:
                     name=f"synthetic_{measure}{sq}{'' if by is None else '_by_' + by}",
                     source="synthetic", measure=measure + sq,
                     rows=("size",) if by is None else (by,),
-                    section_by="shape" if by is None else None, units=SYNTHETIC_UNITS,
-                    lower_is_better=not rho, scale=1.0 if rho else 1000.0,
-                    decimals=3 if rho else None,
+                    section_by="shape" if by is None else None,
+                    lower_is_better=not rho, decimals=3 if rho else None,
                     caption=(f"Synthetic study: {what[measure]}{' (L2, squared)' if sq else ''} "
                              f"of the evaluators, {where}, mean over CE levels and seeds"
                              f"{'; higher is better' if rho else ' (values ×1000)'}.")))
@@ -251,23 +254,28 @@ def _parts(data: pd.DataFrame, spec: TableSpec) -> list[tuple[str | None, pd.Dat
     return [(None, data, spec.rows)]
 
 
-def _markers(cells, lower: bool, alpha: float) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Best and not-significantly-worse cells of every row; rows with fewer
-    than two units mark only the best (nothing can be tested)."""
-    best = pd.DataFrame(False, index=cells.mean.index, columns=cells.mean.columns)
-    tie = best.copy()
-    for i, label in enumerate(cells.mean.index):
-        row = cells.mean.iloc[i]
-        if not row.notna().any():
-            continue
-        b = row.idxmin() if lower else row.idxmax()
-        best.iloc[i] = best.columns == b
+def _markers(cells, lower: bool, alpha: float,
+             min_clusters: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Best (lowest mean, highest where higher is better) and not-significantly-
+    worse cells of every row (:func:`.stats.significance_markers` on the row's
+    clusters x columns matrix; too few clusters: every defined cell)."""
+    mean = cells.mean
+    vals = mean.to_numpy(dtype=np.float64)
+    defined = np.isfinite(vals)
+    best = np.zeros_like(defined)
+    rows_ok = defined.any(axis=1)
+    if rows_ok.any():
+        filled = np.where(defined, vals if lower else -vals, np.inf)
+        best[np.flatnonzero(rows_ok), filled[rows_ok].argmin(axis=1)] = True
+    tie = defined.copy()
+    for i, label in enumerate(mean.index):
         units = cells.units.get(label)
-        if units is not None and cells.n_units.iloc[i].max() >= 2:
-            tie.iloc[i] = significance_markers(units, lower_is_better=lower,
-                                               alpha=alpha).reindex(tie.columns).fillna(False)
-            tie.iloc[i, best.columns.get_loc(b)] = False
-    return best, tie
+        if units is not None and rows_ok[i]:
+            tie[i] = significance_markers(units, lower_is_better=lower, alpha=alpha,
+                                          min_clusters=min_clusters)\
+                .reindex(mean.columns).fillna(False).to_numpy(dtype=bool) & defined[i]
+    wrap = lambda a: pd.DataFrame(a, index=mean.index, columns=mean.columns)  # noqa: E731
+    return wrap(best), wrap(tie & ~best)
 
 
 def _stack(parts: list[tuple[str | None, pd.DataFrame]]) -> pd.DataFrame:
@@ -284,65 +292,86 @@ def _friedman_note(spec: TableSpec, data: pd.DataFrame, col: str, cols: list):
                               f"{_words(spec.blocks)}, {nm} methods).")
     return block_mat, p, (f"Friedman test over {nb} blocks = {_words(spec.blocks)}, each "
                           f"averaged over the table's rows, and the {nm} methods defined in "
-                          f"every block: χ² = {stat:.1f}, p = {p:.2g}.")
+                          f"every block: χ² = {stat:.1f}, p = {p:.2g} (descriptive: blocks "
+                          f"that share a {_words(spec.inf.clusters)} cluster are not "
+                          f"independent, so this p-value is optimistic).")
 
 
-def build(spec: TableSpec, frames: Mapping[str, pd.DataFrame | None], truth: str | None = None,
-          *, ranked_calibrators: Sequence[str] | None = None, level: float = 0.95,
-          alpha: float = 0.05) -> Table | None:
-    """The table of ``spec`` from ``frames`` (``{"scores": ..., "calibrators":
-    ..., "synthetic": ...}``) under one truth; None when its input is missing."""
+def _cached(cache: dict | None, key, make):
+    if cache is None:
+        return make()
+    if key not in cache:
+        cache[key] = make()
+    return cache[key]
+
+
+def _rows_of(spec: TableSpec, frames, truth) -> pd.DataFrame | None:
     f = select_truth(frames.get(spec.source), truth)
     if f is None or f.empty:
         return None
     if spec.where not in FILTERS:
         raise ValueError(f"unknown filter {spec.where!r}; known: {sorted(FILTERS)}")
-    f = f[FILTERS[spec.where](f)]
-    if f.empty:
+    return f[FILTERS[spec.where](f)]
+
+
+def build(spec: TableSpec, frames: Mapping[str, pd.DataFrame | None], truth: str | None = None,
+          *, ranked_calibrators: Sequence[str] | None = None, level: float = 0.95,
+          alpha: float = 0.05, cache: dict | None = None) -> Table | None:
+    """The table of ``spec`` from ``frames`` (``{"scores": ..., "calibrators":
+    ..., "synthetic": ...}``) under one truth; None when its input is missing.
+    ``cache``: a dict shared by the builds of one set of frames and truth (the
+    filtered rows and the Spearman correlations are computed once)."""
+    if spec.where not in FILTERS:
+        raise ValueError(f"unknown filter {spec.where!r}; known: {sorted(FILTERS)}")
+    f = _cached(cache, ("rows", spec.source, spec.where),
+                lambda: _rows_of(spec, frames, truth))
+    if f is None or f.empty:
         return None
     if spec.stat == "coverage":
         return coverage.coverage_table(f, spec, truth, level=level)
     cols = order(f, spec.columns)
     notes: list[str] = []
     if spec.measure.startswith("spearman"):
-        data, col = _spearman_data(f, spec, ranked_calibrators, notes)
+        def spearman():
+            words: list[str] = []
+            return _spearman_data(f, spec, ranked_calibrators, words), words
+        key = ("spearman", spec.source, spec.where, spec.measure.endswith("_sq"))
+        (data, col), words = _cached(cache, key, spearman)
+        notes += words
     else:
         data, col = f, spec.measure
     parts = _parts(data, spec)
     ranked = spec.stat == "interval"
     extra = {}
     if ranked:
-        cells = [(lab, aggregate_units(d, col, rows, spec.units, columns=spec.columns,
-                                       scale=spec.scale, column_order=cols, level=level))
+        inf = spec.inf
+        cells = [(lab, aggregate_units(d, col, rows, inf.units, columns=spec.columns,
+                                       scale=spec.factor, column_order=cols, level=level,
+                                       clusters=inf.clusters))
                  for lab, d, rows in parts]
-        marks = [(lab, _markers(c, spec.lower_is_better, alpha)) for lab, c in cells]
+        marks = [(lab, _markers(c, spec.lower_is_better, alpha, inf.min_clusters))
+                 for lab, c in cells]
         values = _stack([(lab, c.mean) for lab, c in cells])
         extra = dict(lo=_stack([(lab, c.lo) for lab, c in cells]),
                      hi=_stack([(lab, c.hi) for lab, c in cells]),
                      n_units=_stack([(lab, c.n_units) for lab, c in cells]),
                      best=_stack([(lab, m[0]) for lab, m in marks]),
                      not_worse=_stack([(lab, m[0] | m[1]) for lab, m in marks]))
-        notes.insert(0, (f"Rank within each row. Cells: mean ± half-width of the "
-                         f"{level:.0%} t-interval over the independent units "
-                         f"{_words(spec.units)} the cell averages (just the mean with one "
-                         f"unit); bold: best in the row; underlined: not significantly "
-                         f"worse than the best (one-sided Wilcoxon signed-rank test paired "
-                         f"over the shared units, Holm-corrected within the row, "
-                         f"α = {alpha:g})."))
+        notes.insert(0, policy.method_note(inf, level, alpha))
         if spec.blocks:
             extra["blocks"], extra["friedman_p"], note = _friedman_note(spec, data, col, cols)
             notes.append(note)
     else:
         stat = "mean" if spec.stat == "mean" else spec.stat
         values = _stack([(lab, aggregate(d, col, rows, columns=spec.columns, stat=stat,
-                                         scale=spec.scale, column_order=cols))
+                                         scale=spec.factor, column_order=cols))
                          for lab, d, rows in parts])
     if truth:
         notes.append(f"Truth: {truth}.")
     ranks = (values.rank(axis=1, ascending=spec.lower_is_better, method="average",
                          na_option="keep") if ranked else None)
     return Table(values=values, ranks=ranks, name=spec.name, caption=spec.caption,
-                 lower_is_better=spec.lower_is_better, scale=spec.scale,
+                 lower_is_better=spec.lower_is_better, scale=spec.factor,
                  decimals=spec.decimals, notes=notes, **extra)
 
 
@@ -350,6 +379,7 @@ def build_tables(frames: Mapping[str, pd.DataFrame | None], truth: str | None, *
                  sources: Sequence[str] = ("calibrators", "scores"),
                  ranked_calibrators: Sequence[str] | None = None) -> list[Table]:
     """Every table of ``SPECS`` from ``sources`` under one truth (those with input)."""
-    out = [build(s, frames, truth, ranked_calibrators=ranked_calibrators)
+    cache: dict = {}
+    out = [build(s, frames, truth, ranked_calibrators=ranked_calibrators, cache=cache)
            for s in SPECS if s.source in sources]
     return [t for t in out if t is not None]

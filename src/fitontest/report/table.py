@@ -84,14 +84,12 @@ class Table:
             return None
         parts = {"mean": self.values, "ci_lo": self.lo, "ci_hi": self.hi,
                  "n_units": self.n_units, "best": self.best, "not_worse": self.not_worse}
-        cols = {}
+        r, c = self.values.shape
+        out = pd.DataFrame({"group": np.repeat(flat_index(self.values.index).to_numpy(), c),
+                            "column": np.tile(self.values.columns.to_numpy(), r)})
         for k, v in parts.items():
-            w = v.copy()
-            w.index = flat_index(w.index)
-            cols[k] = w.stack(future_stack=True)
-        out = pd.DataFrame(cols)
-        out.index.names = ["group", "column"]
-        return out.reset_index()
+            out[k] = v.to_numpy().ravel()     # row-major: (group, column) as above
+        return out
 
     # -- rendering ------------------------------------------------------
     def _decimals(self) -> int:
@@ -103,24 +101,25 @@ class Table:
             return 1
         return int(np.clip(2 - math.floor(math.log10(float(np.median(v)))), 0, 4))
 
-    def _at(self, frame, i, j, default=None):
-        return default if frame is None else frame.iat[i, j]
-
     def _cells(self, latex: bool) -> tuple[list[tuple[str, str]], list[list[str]]]:
         """Row (section, label) pairs and formatted cells, avg-rank row last."""
         dec = self._decimals()
         dash = DASH_TEX if latex else DASH_MD
         labels = row_labels(self.values.index)
+        shape = self.values.shape
+
+        def arr(frame, default):   # one numpy array per part: .iat per cell is slow
+            return np.full(shape, default, dtype=object) if frame is None else frame.to_numpy()
+        v, r = self.values.to_numpy(), arr(self.ranks, None)
+        lo, hi = arr(self.lo, np.nan), arr(self.hi, np.nan)
+        best, tie = arr(self.best, False), arr(self.not_worse, False)
         rows = []
-        for i in range(len(self.values)):
+        for i in range(shape[0]):
             cells = []
-            for j in range(self.values.shape[1]):
-                lo, hi = self._at(self.lo, i, j, np.nan), self._at(self.hi, i, j, np.nan)
-                mark = ("best" if self._at(self.best, i, j, False) else
-                        "tie" if self._at(self.not_worse, i, j, False) else "")
-                cells.append(fmt_cell(self.values.iat[i, j], self._at(self.ranks, i, j),
-                                      (lo, hi) if self.bracket else (hi - lo) / 2, mark, dec,
-                                      latex, dash))
+            for j in range(shape[1]):
+                mark = "best" if best[i, j] else "tie" if tie[i, j] else ""
+                half = (lo[i, j], hi[i, j]) if self.bracket else (hi[i, j] - lo[i, j]) / 2
+                cells.append(fmt_cell(v[i, j], r[i, j], half, mark, dec, latex, dash))
             rows.append(cells)
         if self.ranks is not None:
             labels.append(("", AVG_RANK))

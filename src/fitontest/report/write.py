@@ -3,8 +3,8 @@
 Output naming scheme (:func:`write_all`): every table ``NAME`` of
 :data:`fitontest.report.specs.SPECS` is written for every truth estimator
 ``T`` present as ``NAME__T.{csv,ranks.csv,ci.csv,md,tex}``; the tables of the
-main truth (default ``isotonic``; the first truth present if it is absent;
-``exact`` for synthetic tables) are also written without suffix as
+main truth (:data:`.policy.MAIN_TRUTH`; the first truth present if it is
+absent; :data:`.policy.SYNTHETIC_TRUTH` for synthetic tables) are also written without suffix as
 ``NAME.{...}``. ``NAME.csv`` holds the displayed numbers (already x 1000
 where the caption says so) at full precision; ``NAME.ranks.csv`` the ranks
 with the "avg. rank" row; ``NAME.ci.csv`` one line per cell with ``mean``,
@@ -42,6 +42,7 @@ import pandas as pd
 from fitontest.core.io import write_text
 from .frames import truths
 from .html_table import table_html
+from .policy import MAIN_TRUTH, SYNTHETIC_TRUTH
 from .specs import build_tables
 from .table import Table, to_csv
 
@@ -97,7 +98,7 @@ def write_cd_diagram(table: Table, out_dir) -> list[Path]:
 def write_all(scores: pd.DataFrame | None, calibrators: pd.DataFrame | None, out_dir,
               synthetic: pd.DataFrame | None = None,
               ranked_calibrators: Sequence[str] | None = None,
-              main_truth: str = "isotonic", cd_diagrams: bool = True) -> list[Path]:
+              main_truth: str = MAIN_TRUTH, cd_diagrams: bool = True) -> list[Path]:
     """Write every table under every truth (naming scheme in the module docstring).
 
     Returns the written paths; ``index.md`` (a list of the tables with their
@@ -127,7 +128,7 @@ def write_all(scores: pd.DataFrame | None, calibrators: pd.DataFrame | None, out
         emit(build_tables(frames, truth, ranked_calibrators=ranked_calibrators), truth,
              truth == main)
     syn = truths(synthetic)
-    syn_main = _main(syn, "exact")
+    syn_main = _main(syn, SYNTHETIC_TRUTH)
     for truth in syn:
         emit(build_tables(frames, truth, sources=("synthetic",)), truth, truth == syn_main)
     paths.append(write_text(out_dir / "index.md", "\n".join(index) + "\n"))

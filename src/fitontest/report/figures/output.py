@@ -11,6 +11,9 @@ import pandas as pd
 from fitontest.core.io import atomic_path
 from fitontest.study.tasks import CONFIDENCE
 from ..frames import one_truth, order
+from .. import policy
+from ..policy import MAIN_TRUTH
+from .axes import legend_outside
 from .maps import draw_fit_on_test, family_and_name, logit_logit_plot
 from .reliability import STYLES, reliability_diagram
 from .shapes import synthetic_shapes_figure
@@ -119,13 +122,29 @@ def _summaries(scores_df, out_dir: Path, name: str, truth, measures, tasks="all"
     if scores_df is None or scores_df.empty:
         return []
     f = one_truth(scores_df, truth)
-    fig, axes = plt.subplots(1, len(measures), figsize=(4.6 * len(measures), 3.6),
-                             constrained_layout=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(measures), figsize=(4.4 * len(measures) + 1.8, 3.8),
+                             layout="constrained", squeeze=False)
+    handles: dict = {}
     for a, m in zip(axes[0], measures):
         try:
-            summary_by_size(f, m, tasks=tasks, ax=a)
+            summary_by_size(f, m, tasks=tasks, ax=a, legend=False)
         except ValueError:
             a.set_visible(False)
+            continue
+        for h, lab in zip(*a.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    if handles:   # one legend for every panel, to the right, best first on the first measure
+        first = pd.to_numeric(f[measures[0]], errors="coerce") if measures[0] in f else None
+        if first is not None:
+            rank = first.groupby(f["evaluator"]).mean()
+            handles = dict(sorted(handles.items(), key=lambda kv: (
+                not np.isfinite(rank.get(kv[0], np.nan)), rank.get(kv[0], 0.0))))
+        legend_outside(fig, list(handles.values()), list(handles), fontsize=7.5)
+        fig.legends[-1].set_title(f"by mean {measures[0]}" if first is not None else None,
+                                  prop={"size": 7.5})
+    kind = "synthetic" if "ce_level" in f.columns else "scores"
+    fig.suptitle(f"bars: 95 % intervals; population: {policy.INFERENCE[kind].population}",
+                 fontsize=8)
     return save(fig, out_dir / name)
 
 
@@ -137,7 +156,7 @@ def _subsample(n: int, k: int, seed: int) -> np.ndarray:
 
 def write_default_figures(scores_df: pd.DataFrame | None, out_dir, *, scores=None, labels=None,
                           true_c=None, calibrated_npz=None, truth_npz=None,
-                          truth: str = "isotonic", evaluators=None, n_bins: int = 15,
+                          truth: str = MAIN_TRUTH, evaluators=None, n_bins: int = 15,
                           scheme: str = "ew", n_diagram: int = 10000, n_fit: int = 1000,
                           seed: int = 0, scores_key: str | None = None,
                           labels_key: str | None = None, log: Callable | None = None) -> list[Path]:
@@ -183,7 +202,7 @@ def write_default_figures(scores_df: pd.DataFrame | None, out_dir, *, scores=Non
 
 
 def write_all_figures(scores_df: pd.DataFrame | None, out_dir, *, models=None,
-                      synthetic_df: pd.DataFrame | None = None, truth: str = "isotonic",
+                      synthetic_df: pd.DataFrame | None = None, truth: str = MAIN_TRUTH,
                       evaluators=None, n_bins: int = 15, n_diagram: int = 10000,
                       n_fit: int = 1000, seed: int = 0, log: Callable | None = None) -> list[Path]:
     """Figures of the paper configuration.

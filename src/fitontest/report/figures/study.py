@@ -11,8 +11,8 @@ from scipy.stats import spearmanr
 
 from ..aggregate import aggregate_units
 from ..frames import order, resolve_ranked_calibrators, select_truth, spearman_by_group, task_subset
-from ..specs import SCORE_UNITS, SPEARMAN_UNITS, SYNTHETIC_UNITS
-from .axes import new_ax
+from .. import policy
+from .axes import legend_outside, method_styles, new_ax
 
 def ranking_figure(scores_df: pd.DataFrame, arch, task, size, *, truth: str | None = None,
                    seed=None, evaluators: Sequence[str] | None = None,
@@ -73,13 +73,15 @@ _MEASURE_WORDS = {"cmee": "CMEE ×1000", "cmee_sq": "CMEE² ×1000",
 
 def summary_by_size(scores_df: pd.DataFrame, measure: str = "cmee", *, truth: str | None = None,
                     tasks: str = "all", evaluators: Sequence[str] | None = None,
-                    ranked_calibrators: Sequence[str] | None = None, ax=None):
+                    ranked_calibrators: Sequence[str] | None = None, ax=None,
+                    legend: bool = True):
     """Evaluator scores by test size: mean (×1000 for errors) with error bars
-    = the 95 % t-interval over the independent units, as in the tables
-    ((model, task, calibrator, seed); (model, task, seed) for Spearman; the
-    seed on synthetic frames; no bar with one unit). ``measure``: a score column ("cmee",
-    "ce_error", ...) or "spearman"/"spearman_sq" (across calibrators, or across
-    CE levels on a synthetic frame). ``tasks``: "all", "ovr" or "confidence"."""
+    = the 95 % cluster t-interval of the tables (:mod:`..policy`: the seeds are
+    the independent clusters; no bar with one cluster). ``measure``: a score
+    column ("cmee", "ce_error", ...) or "spearman"/"spearman_sq" (across
+    calibrators, or across CE levels on a synthetic frame). ``tasks``: "all",
+    "ovr" or "confidence". Every evaluator has its own colour and marker
+    (:func:`.axes.method_styles`); ``legend``: one to the right, off the data."""
     f = select_truth(scores_df, truth)
     if tasks != "all" and "task" in f.columns:
         f = task_subset(f, tasks)
@@ -96,30 +98,32 @@ def summary_by_size(scores_df: pd.DataFrame, measure: str = "cmee", *, truth: st
         else:
             chosen, _ = resolve_ranked_calibrators(f["calibrator"], ranked_calibrators)
             data = spearman_by_group(f, item="calibrator", x=x, y=y, items=chosen)
-        col, scale = "spearman", 1.0
-        units = SYNTHETIC_UNITS if synthetic else SPEARMAN_UNITS
+        col = "spearman"
     else:
-        data, col, scale = f, measure, 1000.0
-        units = SYNTHETIC_UNITS if synthetic else SCORE_UNITS
-    cells = aggregate_units(data, col, ["size"], units, scale=scale, column_order=order_)
+        data, col = f, measure
+    inf = policy.inference_for("synthetic" if synthetic else "scores", measure)
+    cells = aggregate_units(data, col, ["size"], inf.units, scale=policy.scale_for(measure),
+                            column_order=order_, clusters=inf.clusters)
     mean = cells.mean
     ax = new_ax(ax, figsize=(5.0, 3.6))
     sizes = mean.index.to_numpy(dtype=np.float64)
     k = len(order_)
+    styles = method_styles(order_)
     for i, ev in enumerate(order_):
         m = mean[ev].to_numpy()
         if not np.isfinite(m).any():
             continue
-        jitter = 1.0 + 0.02 * (i - (k - 1) / 2)
+        jitter = 1.0 + 0.015 * (i - (k - 1) / 2)
         yerr = np.nan_to_num(np.vstack([m - cells.lo[ev].to_numpy(), cells.hi[ev].to_numpy() - m]))
-        ax.errorbar(sizes * jitter, m, yerr=yerr, marker="o",
-                    ms=3.5, lw=1.3, capsize=2, color=f"C{i % 10}",
-                    ls="-" if i < 10 else "--", label=str(ev))
+        ax.errorbar(sizes * jitter, m, yerr=yerr, ms=4, lw=1.2, elinewidth=0.8, capsize=1.5,
+                    label=str(ev), **styles[ev])
     ax.set_xscale("log")
     ax.set_xticks(sizes)
     ax.set_xticklabels([f"{int(v)}" for v in sizes])
     ax.minorticks_off()
     ax.set_xlabel("test size n")
     ax.set_ylabel(_MEASURE_WORDS.get(measure, measure))
-    ax.legend(fontsize=6, ncol=2 if k > 6 else 1)
+    ax.grid(True, which="major", axis="y", lw=0.4, alpha=0.5)
+    if legend:
+        legend_outside(ax, fontsize=6.5)
     return ax
