@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...selection import complexity_rule, kfold_indices
+from fitontest.core.extras import require
 from fitontest.core.validation import logit
 from .. import CalibrationFamily, register
 
@@ -130,6 +131,7 @@ class PiecewiseLinearFamily(CalibrationFamily):
             raise ValueError(f"patience must be an integer >= 1, got {self.patience!r}")
         if self.device not in ("cpu", "cuda", "auto"):
             raise ValueError(f"device must be 'cpu', 'cuda' or 'auto', got {self.device!r}")
+        require("fast", "the PL / PL3 family (pl_ce, pl_mse, pl3_ce, pl3_mse)")
         from .trainer import BACKENDS
 
         if self.backend not in BACKENDS:
