@@ -83,7 +83,7 @@ def test_evaluate_errors_are_named(npz, tmp_path):
 def test_families_lists_every_family():
     out = run_cli("families")
     assert out.returncode == 0, out.stderr
-    names = {line.split()[0] for line in out.stdout.splitlines()}
+    names = {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
     from fitontest import families, multiclass
     assert set(families.names()) | set(multiclass.names()) <= names
     assert re.search(r"^smece\s+binary, map\s+Smooth ECE", out.stdout, re.M)

@@ -91,8 +91,7 @@ class Registry:
         if isinstance(name, str):
             for other in _TYPED:
                 if other is not self and name in other:
-                    return (f"{name!r} is a {other.kind}, not a {self.kind}; the "
-                            f"{self.kind} names: {', '.join(self.names())}")
+                    return f"{name!r} is a {other.kind}, not a {self.kind}"
             close = difflib.get_close_matches(name, self.names(), n=3, cutoff=0.6)
             if close:
                 return (f"unknown {self.kind} {name!r}; did you mean "

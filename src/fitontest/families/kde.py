@@ -14,7 +14,9 @@ def _triweight(u: np.ndarray) -> np.ndarray:
 
 @register("kde")
 class KDEFamily(CalibrationFamily):
-    """c(x) = min(1, pi f+(x) / f(x)) with triweight KDEs reflected at 0 and 1.
+    """Kernel-density map (Zhang et al. 2020): c(s) = pi f+(s) / f(s), triweight KDEs.
+
+    c(x) = min(1, pi f+(x) / f(x)) with triweight KDEs reflected at 0 and 1.
 
     - ``pi`` is the positive rate, ``f+`` / ``f`` the densities of the scores
       of positives / of all points, both with one bandwidth

@@ -70,7 +70,11 @@ def _sorted(z: torch.Tensor):
 @register("iop_oi", variant="oi")
 @register("iop_op", variant="op")
 class IntraOrderPreserving(MultiClassCalibrator):
-    """Intra order-preserving calibration; see the module docstring."""
+    """Intra order-preserving calibration (Rahimi et al. 2020): a small network on sorted logits.
+
+    ``variant="oi"`` (order-invariant) or ``"op"`` (sees the classes' own order);
+    the module docstring has the details.
+    """
 
     def __init__(self, variant: str = "oi", hidden: int = 16, alpha: float = 1e-2,
                  max_iter: int = 1000, tol: float = 1e-5, seed: int = 0):

@@ -44,7 +44,9 @@ _LOSSES = ("ce", "mse")
 @register("pl3_ce", space="logit", loss="ce")
 @register("pl3_mse", space="logit", loss="mse")
 class PiecewiseLinearFamily(CalibrationFamily):
-    """PL (``space="prob"``) or PL3 (``space="logit"``) with CE or MSE loss.
+    """Piecewise-linear map (PL; PL3 in logit space), trained by cross-entropy or MSE, pieces by CV.
+
+    PL (``space="prob"``) or PL3 (``space="logit"``) with CE or MSE loss.
 
     Parameters
     ----------
