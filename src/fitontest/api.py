@@ -313,15 +313,91 @@ def _classes(mode: str, classes, n_classes: int) -> list[int]:
     return list(dict.fromkeys(out))
 
 
-def evaluate(probs_or_logits, labels, evaluator="ece_es_cv", mode: str = "confidence",
+def evaluate(probs_or_logits: Any, labels: Any, evaluator: Any = "ece_es_cv",
+             mode: Literal["confidence", "classwise", "ovr"] = "confidence",
              classes: Sequence[int] | int | None = None, p: int | str = 1,
              from_logits: bool = False, interval: float | None = None) -> EvaluationResult:
-    """Estimate the calibration error of K-class predictions (see the module docstring).
+    """Estimate the calibration error (CE) of a model's K-class predictions.
 
-    ``evaluator``: a registered family name (``fitontest families`` lists them)
-    or an unfitted family instance; ``p``: 1, 2 or ``"max"`` (the maximum
-    calibration error, binning families only); ``interval``: a level such as
-    0.9 for a bootstrap interval (:func:`fitontest.metrics.ce_interval`).
+    The predictions are reduced to binary tasks (the top label, or one class
+    against the rest), an evaluator -- a calibration-map family fitted on
+    these test predictions -- is fitted on each task, and its CE estimate is
+    returned (docs/methods.md §1-§4; the module docstring has the details).
+
+    Parameters
+    ----------
+    probs_or_logits : array-like of shape (n, K) or (n,)
+        Class probabilities (rows summing to 1; float16 and bfloat16 rows may
+        miss 1 by their rounding) or, with ``from_logits``, logits. A 1-D
+        array is a binary model's P(class 1). numpy arrays, pandas objects
+        and torch tensors (any device) are accepted.
+    labels : array-like of shape (n,)
+        True classes, integers in 0..K-1.
+    evaluator : str or family instance, default "ece_es_cv"
+        A registered calibration-map family (``fitontest families`` and
+        :func:`fitontest.families.names` list them) or an unfitted instance.
+    mode : {"confidence", "classwise", "ovr"}, default "confidence"
+        ``"confidence"``: the top-label task (max_k p_k, prediction correct);
+        ``"classwise"``: every class in ``classes`` (default all) against the
+        rest, averaged; ``"ovr"``: the classes named in ``classes`` against
+        the rest (for K = 2 the default is class 1).
+    classes : int or sequence of int, optional
+        Class indices of the classwise / ovr tasks.
+    p : {1, 2, "max"}, default 1
+        The CE's norm: absolute (1), squared (2) or the maximum CE
+        (``"max"``, binning families and families with a
+        ``max_calibration_error`` method).
+    from_logits : bool, default False
+        The predictions are logits: a softmax (a sigmoid for 1-D) is applied.
+        A warning is issued when they look like probabilities.
+    interval : float, optional
+        Level (e.g. 0.9) of a bootstrap interval of the CE
+        (:func:`fitontest.metrics.ce_interval`), for p = 1 or 2.
+
+    Returns
+    -------
+    EvaluationResult
+        ``estimate``, ``debiased``, ``hyper``, ``interval`` and, for the
+        classwise and ovr modes, ``per_class``.
+
+    Raises
+    ------
+    ValueError
+        Bad input, named: probabilities that are not (with a hint when they
+        look like logits), labels out of range, an unknown evaluator (with
+        the close names, or the registry that has the name), a bad mode, p or
+        classes.
+    fitontest.core.extras.MissingExtraError
+        The evaluator's backend is not installed (PL / PL3 need
+        ``fitontest[fast]``); an ImportError.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import fitontest
+    >>> rng = np.random.default_rng(0)
+    >>> logits = 3 * rng.normal(size=(2000, 3))
+    >>> probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    >>> labels = np.array([rng.choice(3, p=row) for row in probs])  # calibrated by construction
+    >>> res = fitontest.evaluate(probs, labels, evaluator="ece_es15")
+    >>> res.evaluator, res.mode, res.n, res.n_classes, res.hyper
+    ('ece_es15', 'confidence', 2000, 3, 15.0)
+    >>> res.estimate < 0.05
+    True
+
+    Over-confident predictions (the logits doubled) have a larger CE:
+
+    >>> fitontest.evaluate(2 * logits, labels, from_logits=True,
+    ...                    evaluator="ece_es15").estimate > 0.05
+    True
+
+    Class-wise, one binary task per class:
+
+    >>> res = fitontest.evaluate(probs, labels, evaluator="smece", mode="classwise")
+    >>> sorted(res.per_class)
+    [0, 1, 2]
+    >>> bool(np.isclose(res.estimate, np.mean([r.estimate for r in res.per_class.values()])))
+    True
     """
     from .study import tasks
 

@@ -49,6 +49,7 @@ class KDEFamily(CalibrationFamily):
       point on the lower-score side is carried (their loop carries the
       previous point of score-sorted data), and 0 (so c = 1) when there is
       none -- e.g. for scores within ~7e-5 of 0.
+
     The densities are exact windowed sums here (theirs: KDEpy's FFT on the
     same grid, which agrees to the binning error).
 
