@@ -385,7 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
         "  .csv / .parquet\n"
         "            one column per class (one column: P(class 1)) and a label column\n"
         "            label | labels | y (or --labels-key); columns named id, index, idx,\n"
-        "            sample, sample_id, image, image_id are ignored\n"
+        "            sample, sample_id, image, image_id are ignored\n\n"
         "float16 / bfloat16 probabilities are accepted (rows may miss 1 by their rounding).\n"
         "Bad input: one line on stderr, exit status 2, nothing written.")
     ev.add_argument("pred", metavar="PRED", help="predictions: .npz, .npy, .csv or .parquet "
