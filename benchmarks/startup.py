@@ -8,6 +8,7 @@ not counted), then the largest cumulative import times of
 
     python benchmarks/startup.py --repeat 7
     python benchmarks/startup.py --python /path/to/core-venv/bin/python
+    python benchmarks/startup.py --src /path/to/other/checkout/src     # before / after
 
 On a loaded machine the wall times vary with the load; the CPU times and the
 import shares vary less.
@@ -59,11 +60,13 @@ def main(argv=None) -> int:
     ap.add_argument("--python", default=sys.executable, help="interpreter to time")
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--top", type=int, default=8, help="import rows to print")
+    ap.add_argument("--src", help="put this source tree first on PYTHONPATH (default: this "
+                    "repository's src/ when timing this interpreter)")
     args = ap.parse_args(argv)
     env = {**os.environ}
     src = Path(__file__).resolve().parents[1] / "src"
-    if args.python == sys.executable:
-        env["PYTHONPATH"] = str(src)
+    if args.src or args.python == sys.executable:
+        env["PYTHONPATH"] = str(args.src or src)
     with tempfile.TemporaryDirectory() as tmp:
         rng = np.random.default_rng(0)
         probs = rng.dirichlet(np.ones(10), size=1000)
