@@ -28,6 +28,10 @@ from pathlib import Path
 import numpy as np
 
 
+HEAVY = ("numpy", "scipy.stats", "pandas", "pyarrow", "sklearn.base", "matplotlib", "torch",
+         "numba")
+
+
 def timed(cmd: list[str], env: dict) -> tuple[float, float]:
     """(wall, user + sys CPU) seconds of one run of ``cmd``."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -47,19 +51,21 @@ def best(cmd: list[str], env: dict, repeat: int) -> tuple[float, float]:
 def import_shares(python: str, env: dict, top: int) -> list[tuple[float, str]]:
     err = subprocess.run([python, "-X", "importtime", "-c", "import fitontest.cli"], env=env,
                          capture_output=True, text=True, check=True).stderr
-    rows = []
+    rows = {}
     for line in err.splitlines():
         m = re.match(r"import time:\s+\d+ \|\s+(\d+) \|(\s*)(\S+)", line)
-        if m and len(m.group(2)) <= 5:               # top-level and one level down
-            rows.append((int(m.group(1)) / 1e6, m.group(3)))
-    return sorted(rows, reverse=True)[:top]
+        # fitontest's own modules near the top, and the big third-party packages
+        # wherever they are first imported
+        if m and (len(m.group(2)) <= 5 or m.group(3) in HEAVY):
+            rows.setdefault(m.group(3), int(m.group(1)) / 1e6)
+    return sorted(((s, name) for name, s in rows.items()), reverse=True)[:top]
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--python", default=sys.executable, help="interpreter to time")
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--top", type=int, default=8, help="import rows to print")
+    ap.add_argument("--top", type=int, default=10, help="import rows to print")
     ap.add_argument("--src", help="put this source tree first on PYTHONPATH (default: this "
                     "repository's src/ when timing this interpreter)")
     args = ap.parse_args(argv)
