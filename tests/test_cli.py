@@ -83,11 +83,44 @@ def test_evaluate_errors_are_named(npz, tmp_path):
 def test_families_lists_every_family():
     out = run_cli("families")
     assert out.returncode == 0, out.stderr
-    names = {line.split()[0] for line in out.stdout.splitlines()}
+    names = {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
     from fitontest import families, multiclass
     assert set(families.names()) | set(multiclass.names()) <= names
     assert re.search(r"^smece\s+binary, map\s+Smooth ECE", out.stdout, re.M)
     assert re.search(r"^kce\s+binary, estimate-only", out.stdout, re.M)
+
+
+def test_families_are_grouped_with_plain_one_line_summaries(capsys):
+    from fitontest import cli, families, multiclass
+
+    assert cli.main(["families"]) == 0
+    out = capsys.readouterr().out
+    head, evaluators, calibrators = out.split("\n\n")
+    for abbreviation in ("CE = calibration error", "PL = piecewise linear",
+                         "CMEE = calibration-map estimation error", "ES / EW = equal-size"):
+        assert abbreviation in " ".join(head.split())
+    rows = {line.split()[0]: line for line in (evaluators + "\n" + calibrators).splitlines()
+            if not line.endswith(":")}
+    assert {r.split()[0] for r in evaluators.splitlines()[1:]} == set(families.names())
+    assert {r.split()[0] for r in calibrators.splitlines()[1:]} == set(multiclass.names())
+    for name, line in rows.items():
+        cls = families.entry(name) if name in families.names() else multiclass.entry(name)
+        summary = cls.__doc__.strip().splitlines()[0]
+        assert summary in line, name                       # printed in full
+        assert "module docstring" not in summary and "``" not in summary, name
+        assert summary.endswith("."), name                 # a sentence, not cut
+
+
+def test_every_option_of_every_command_has_help():
+    from fitontest import cli
+
+    parser = cli.build_parser()
+    commands = next(a for a in parser._actions if a.dest == "command").choices
+    assert set(commands) >= {"evaluate", "families", "bench", "jobs"}
+    for name, sub in commands.items():
+        for action in sub._actions:
+            assert action.help, f"fitontest {name} {action.option_strings or action.dest}"
+    assert "runs the snakemake workflow" in commands["bench"].format_help().lower()
 
 
 USER_MODULE = '''

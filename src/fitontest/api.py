@@ -26,17 +26,18 @@ class 1 (or its logit with ``from_logits``).
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence
 
 import numpy as np
-from sklearn.base import clone
 
 from . import families
-from .study import tasks
-from .families.base import estimates
 
 MODES = ("confidence", "classwise", "ovr")
+#: machine epsilon of the float dtypes probabilities arrive in (bfloat16 is
+#: torch's / ml_dtypes'; numpy has no bfloat16 of its own)
+_EPS = {"bfloat16": 2.0 ** -7, "float16": 2.0 ** -10, "float32": 2.0 ** -23}
 
 
 @dataclass
@@ -112,7 +113,7 @@ class EvaluationResult:
 
 
 # ---------------------------------------------------------------------- inputs
-def to_numpy(x, name: str) -> np.ndarray:
+def to_numpy(x: Any, name: str) -> np.ndarray:
     """numpy view of an array, a pandas object or a torch tensor (any device)."""
     if type(x).__module__.split(".")[0] == "torch" and hasattr(x, "detach"):
         x = x.detach().cpu()
@@ -127,23 +128,96 @@ def to_numpy(x, name: str) -> np.ndarray:
     return arr
 
 
-def class_probabilities(probs_or_logits, from_logits: bool = False) -> np.ndarray:
-    """(n, K) float64 probabilities, checked: rows sum to 1 unless ``from_logits``
-    (then a softmax, or a sigmoid for a 1-D binary logit)."""
+def _row_sum_tolerance(x: Any, n_classes: int) -> float:
+    """How far from 1 a row of ``x`` may sum: the workflow's 1e-4, widened for
+    low-precision inputs to the rounding of ``n_classes`` entries (float16:
+    about 1e-3 per entry, bfloat16 about 8e-3)."""
+    from .study.tasks import ROW_SUM_ATOL
+
+    name = str(getattr(x, "dtype", "")).removeprefix("torch.")
+    return max(ROW_SUM_ATOL, n_classes * _EPS.get(name, 0.0))
+
+
+def _looks_like_probs(a: np.ndarray, atol: float) -> bool:
+    if not np.isfinite(a).all() or a.min(initial=0.0) < 0 or a.max(initial=0.0) > 1:
+        return False
+    return a.ndim == 1 or bool(np.all(np.abs(a.sum(axis=1) - 1.0) <= atol))
+
+
+def class_probabilities(probs_or_logits: Any, from_logits: bool = False) -> np.ndarray:
+    """(n, K) float64 class probabilities of K-class predictions, checked.
+
+    Parameters
+    ----------
+    probs_or_logits : array-like of shape (n, K) or (n,)
+        Probabilities (rows summing to 1) or, with ``from_logits``, logits.
+        A 1-D array is a binary model's P(class 1) (or its logit). numpy,
+        pandas and torch inputs are accepted; float16 / bfloat16 rows may be
+        off 1 by the rounding of their dtype and are renormalised in float64.
+    from_logits : bool, default False
+        Apply a softmax (a sigmoid to a 1-D array) first.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n, K), float64
+
+    Raises
+    ------
+    ValueError
+        Rows that are not probabilities (the message says whether they look
+        like logits), NaN or infinity, a wrong shape.
+
+    Warns
+    -----
+    UserWarning
+        ``from_logits=True`` on values that already look like probabilities.
+
+    Examples
+    --------
+    >>> from fitontest.api import class_probabilities
+    >>> class_probabilities([0.2, 0.9])
+    array([[0.8, 0.2],
+           [0.1, 0.9]])
+    >>> class_probabilities([[0.0, 0.0]], from_logits=True)
+    array([[0.5, 0.5]])
+    """
     from .multiclass.base import check_logits, softmax
+    from .study import tasks
 
     a = to_numpy(probs_or_logits, "logits" if from_logits else "probs")
+    if a.dtype == object or a.dtype == bool or not np.issubdtype(a.dtype, np.number):
+        what = "logits" if from_logits else "probs"
+        raise ValueError(f"{what} must be a real numeric array, got dtype {a.dtype}")
+    k = 2 if a.ndim == 1 else (a.shape[1] if a.ndim == 2 else 0)
+    atol = _row_sum_tolerance(probs_or_logits, k)
+    a = a.astype(np.float64)
+    if from_logits and a.size and _looks_like_probs(a, atol):
+        warnings.warn("from_logits=True (--from-logits) but the values look like "
+                      "probabilities (in [0, 1]" + ("" if a.ndim == 1 else ", rows summing "
+                      "to 1") + "); the CE of their softmax is not the model's: drop "
+                      "from_logits unless these really are logits", UserWarning, stacklevel=2)
     if a.ndim == 1:
-        a = a.astype(np.float64)
         if from_logits:
             from .core.validation import sigmoid
             a = sigmoid(a)
         elif np.isfinite(a).all() and ((a < 0) | (a > 1)).any():
             raise ValueError("a 1-D probs array holds a binary model's P(class 1) and must lie "
-                             "in [0, 1]; pass from_logits=True for logits")
-        a = np.column_stack([1.0 - a, a])
-    elif from_logits:
-        a = softmax(check_logits(a).astype(np.float64))
+                             "in [0, 1]; for logits pass from_logits=True (--from-logits)")
+        return tasks.check_probs(np.column_stack([1.0 - a, a]))
+    if from_logits:
+        return softmax(check_logits(a))
+    if a.ndim == 2 and a.size and np.isfinite(a).all():
+        sums = a.sum(axis=1)
+        if (a < 0).any() or np.any(np.abs(sums - 1.0) > atol):
+            bad = int(np.flatnonzero((a < 0).any(axis=1) | (np.abs(sums - 1.0) > atol))[0])
+            hint = ("they look like logits: pass from_logits=True (--from-logits)"
+                    if (a < 0).any() or (a > 1).any() else
+                    "pass probabilities (a softmax output), or logits with from_logits=True")
+            row = np.array2string(a[bad], precision=4, threshold=6)
+            raise ValueError(f"probs rows must be non-negative and sum to 1 (tolerance "
+                             f"{atol:.2g}); row {bad} is {row} (sum {sums[bad]:.6g}): {hint}")
+        if atol > tasks.ROW_SUM_ATOL:   # float16 / bfloat16: remove the rounding
+            a = a / sums[:, None]
     return tasks.check_probs(a)
 
 
@@ -189,6 +263,10 @@ def _finite_or_none(v) -> float | None:
 
 def evaluate_binary(evaluator, scores, labels, p=1, interval: float | None = None) -> TaskResult:
     """Fit ``evaluator`` (name or family instance) on one binary task and estimate its CE."""
+    from sklearn.base import clone
+
+    from .families.base import estimates
+
     p = _check_p(p)
     name, proto = _family(evaluator)
     fam = clone(proto).fit(scores, labels)
@@ -235,16 +313,94 @@ def _classes(mode: str, classes, n_classes: int) -> list[int]:
     return list(dict.fromkeys(out))
 
 
-def evaluate(probs_or_logits, labels, evaluator="ece_es_cv", mode: str = "confidence",
+def evaluate(probs_or_logits: Any, labels: Any, evaluator: Any = "ece_es_cv",
+             mode: Literal["confidence", "classwise", "ovr"] = "confidence",
              classes: Sequence[int] | int | None = None, p: int | str = 1,
              from_logits: bool = False, interval: float | None = None) -> EvaluationResult:
-    """Estimate the calibration error of K-class predictions (see the module docstring).
+    """Estimate the calibration error (CE) of a model's K-class predictions.
 
-    ``evaluator``: a registered family name (``fitontest families`` lists them)
-    or an unfitted family instance; ``p``: 1, 2 or ``"max"`` (the maximum
-    calibration error, binning families only); ``interval``: a level such as
-    0.9 for a bootstrap interval (:func:`fitontest.metrics.ce_interval`).
+    The predictions are reduced to binary tasks (the top label, or one class
+    against the rest), an evaluator -- a calibration-map family fitted on
+    these test predictions -- is fitted on each task, and its CE estimate is
+    returned (docs/methods.md §1-§4; the module docstring has the details).
+
+    Parameters
+    ----------
+    probs_or_logits : array-like of shape (n, K) or (n,)
+        Class probabilities (rows summing to 1; float16 and bfloat16 rows may
+        miss 1 by their rounding) or, with ``from_logits``, logits. A 1-D
+        array is a binary model's P(class 1). numpy arrays, pandas objects
+        and torch tensors (any device) are accepted.
+    labels : array-like of shape (n,)
+        True classes, integers in 0..K-1.
+    evaluator : str or family instance, default "ece_es_cv"
+        A registered calibration-map family (``fitontest families`` and
+        :func:`fitontest.families.names` list them) or an unfitted instance.
+    mode : {"confidence", "classwise", "ovr"}, default "confidence"
+        ``"confidence"``: the top-label task (max_k p_k, prediction correct);
+        ``"classwise"``: every class in ``classes`` (default all) against the
+        rest, averaged; ``"ovr"``: the classes named in ``classes`` against
+        the rest (for K = 2 the default is class 1).
+    classes : int or sequence of int, optional
+        Class indices of the classwise / ovr tasks.
+    p : {1, 2, "max"}, default 1
+        The CE's norm: absolute (1), squared (2) or the maximum CE
+        (``"max"``, binning families and families with a
+        ``max_calibration_error`` method).
+    from_logits : bool, default False
+        The predictions are logits: a softmax (a sigmoid for 1-D) is applied.
+        A warning is issued when they look like probabilities.
+    interval : float, optional
+        Level (e.g. 0.9) of a bootstrap interval of the CE
+        (:func:`fitontest.metrics.ce_interval`), for p = 1 or 2.
+
+    Returns
+    -------
+    EvaluationResult
+        ``estimate``, ``debiased``, ``hyper``, ``interval`` and, for the
+        classwise and ovr modes, ``per_class``.
+
+    Raises
+    ------
+    ValueError
+        Bad input, named: probabilities that are not (with a hint when they
+        look like logits), labels out of range, an unknown evaluator (with
+        the close names, or the registry that has the name), a bad mode, p or
+        classes.
+    fitontest.core.extras.MissingExtraError
+        The evaluator's backend is not installed (PL / PL3 need
+        ``fitontest[fast]``); an ImportError.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import fitontest
+    >>> rng = np.random.default_rng(0)
+    >>> logits = 3 * rng.normal(size=(2000, 3))
+    >>> probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    >>> labels = np.array([rng.choice(3, p=row) for row in probs])  # calibrated by construction
+    >>> res = fitontest.evaluate(probs, labels, evaluator="ece_es15")
+    >>> res.evaluator, res.mode, res.n, res.n_classes, res.hyper
+    ('ece_es15', 'confidence', 2000, 3, 15.0)
+    >>> res.estimate < 0.05
+    True
+
+    Over-confident predictions (the logits doubled) have a larger CE:
+
+    >>> fitontest.evaluate(2 * logits, labels, from_logits=True,
+    ...                    evaluator="ece_es15").estimate > 0.05
+    True
+
+    Class-wise, one binary task per class:
+
+    >>> res = fitontest.evaluate(probs, labels, evaluator="smece", mode="classwise")
+    >>> sorted(res.per_class)
+    [0, 1, 2]
+    >>> bool(np.isclose(res.estimate, np.mean([r.estimate for r in res.per_class.values()])))
+    True
     """
+    from .study import tasks
+
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     p = _check_p(p)

@@ -45,10 +45,54 @@ LOG_FLOOR = 1e-16
 class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
     """Calibrate an already fitted classifier with a registered calibrator.
 
-    Fitted attributes: ``classes_`` (the classifier's), ``kind_``
-    (``"multiclass"`` or ``"binary"``), ``calibrator_`` (multi-class) or
-    ``calibrators_`` (binary families: one per class for ovr, one for
-    confidence).
+    Parameters
+    ----------
+    estimator : fitted classifier
+        Any scikit-learn classifier with ``predict_proba`` (and ``classes_``),
+        already fitted (``cv="prefit"``).
+    method : str, default "temps"
+        A multi-class calibrator (:func:`fitontest.multiclass.names`) or a
+        binary calibration-map family (:func:`fitontest.families.names`).
+    mode : {"ovr", "confidence"}, default "ovr"
+        How a binary family calibrates K classes (see the module docstring);
+        ignored by the multi-class calibrators.
+    cv : "prefit"
+        The only mode: the calibrator is fitted on the data given to ``fit``.
+    method_params : dict, optional
+        Parameters of the calibrator (e.g. ``{"n_bins": 10}``).
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        The classifier's classes.
+    kind_ : {"multiclass", "binary"}
+        Which registry ``method`` came from.
+    calibrator_ : multi-class calibrator
+        The fitted calibrator (``kind_ == "multiclass"``).
+    calibrators_ : list of families
+        The fitted binary families: one per class for ovr (one for K = 2),
+        one for confidence (``kind_ == "binary"``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import make_classification
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from fitontest import CalibratedClassifier
+    >>> X, y = make_classification(n_samples=3000, n_classes=3, n_informative=5,
+    ...                            random_state=0)
+    >>> clf = LogisticRegression(max_iter=1000).fit(X[:1000], y[:1000])
+    >>> cal = CalibratedClassifier(clf, method="temps").fit(X[1000:2000], y[1000:2000])
+    >>> proba = cal.predict_proba(X[2000:])
+    >>> proba.shape, bool(np.allclose(proba.sum(axis=1), 1))
+    ((1000, 3), True)
+    >>> cal.calibrator_.temperature_ > 0
+    True
+
+    Temperature scaling keeps the predicted class:
+
+    >>> bool((cal.predict(X[2000:]) == clf.predict(X[2000:])).all())
+    True
     """
 
     def __init__(self, estimator, method: str = "temps", mode: str = "ovr", cv="prefit",
@@ -87,7 +131,28 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         return registry.get(self.method, **dict(self.method_params or {}))
 
     # ---------------------------------------------------------------------- fit
-    def fit(self, X, y):
+    def fit(self, X, y) -> "CalibratedClassifier":
+        """Fit the calibrator on held-out data (X, y) through the fitted classifier.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Held-out inputs of the classifier (not its training data).
+        y : array-like of shape (n_samples,)
+            Their labels, among the classifier's ``classes_``.
+
+        Returns
+        -------
+        self : CalibratedClassifier
+
+        Raises
+        ------
+        ValueError
+            A bad ``cv``, ``mode`` or ``method``, or labels the classifier
+            does not know.
+        sklearn.exceptions.NotFittedError
+            The classifier is not fitted.
+        """
         if self.cv != "prefit":
             raise ValueError(f"cv must be 'prefit' (the classifier is already fitted), "
                              f"got {self.cv!r}")
@@ -129,6 +194,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ predict
     def predict_proba(self, X) -> np.ndarray:
+        """Calibrated class probabilities, shape (n_samples, n_classes), rows summing to 1."""
         check_is_fitted(self, "kind_")
         probs = self._probs(X)
         if self.kind_ == "multiclass":
@@ -154,4 +220,5 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         return np.where(total > 0, out / np.where(total > 0, total, 1.0), probs)
 
     def predict(self, X) -> np.ndarray:
+        """The class of largest calibrated probability."""
         return self.classes_[np.argmax(self.predict_proba(X), axis=1)]

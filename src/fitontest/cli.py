@@ -19,85 +19,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .study import jobstats
+# pandas, matplotlib, the families and the workflow's modules are imported by
+# the commands that use them, so that `fitontest --help` starts at once.
 
-LABEL_KEYS = ("labels", "label", "y")
-PRED_KEYS = ("probs", "probabilities", "logits", "scores")
-
-
-# ------------------------------------------------------------------- reading
-def _read_table(path: Path):
-    import pandas as pd
-
-    return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
-
-
-def read_predictions(path, labels=None, labels_key=None, key=None):
-    """(predictions, labels, is_logits) from .npz / .npy / .csv / .parquet (see --help)."""
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"prediction file {str(path)!r} does not exist")
-    suffix = path.suffix.lower()
-    y, is_logits = None, False
-    if suffix == ".npz":
-        with np.load(path) as d:
-            keys = list(d.keys())
-            pred_key = key or next((k for k in PRED_KEYS if k in d), None)
-            if pred_key is None:
-                two_d = [k for k in keys if d[k].ndim == 2]
-                if len(two_d) != 1:
-                    raise ValueError(f"{path.name}: name the prediction array with --key "
-                                     f"(keys: {keys})")
-                pred_key = two_d[0]
-            if pred_key not in d:
-                raise ValueError(f"{path.name} has no key {pred_key!r} (keys: {keys})")
-            pred = d[pred_key]
-            is_logits = pred_key == "logits"
-            lk = labels_key or next((k for k in LABEL_KEYS if k in d), None)
-            if labels is None:
-                if lk is None or lk not in d:
-                    raise ValueError(f"{path.name}: no labels; pass --labels FILE or "
-                                     f"--labels-key KEY (keys: {keys})")
-                y = d[lk]
-    elif suffix == ".npy":
-        pred = np.load(path)
-    elif suffix in (".csv", ".parquet"):
-        frame = _read_table(path)
-        lk = labels_key or next((k for k in LABEL_KEYS if k in frame.columns), None)
-        if labels is None:
-            if lk is None or lk not in frame.columns:
-                raise ValueError(f"{path.name}: no label column; pass --labels FILE or "
-                                 f"--labels-key COLUMN (columns: {list(frame.columns)})")
-            y = frame[lk].to_numpy()
-        pred = frame.drop(columns=[lk] if lk in frame.columns else []).to_numpy()
-    else:
-        raise ValueError(f"unsupported prediction file type {suffix!r}: use .npz, .npy, "
-                         ".csv or .parquet")
-    if labels is not None:
-        y = read_labels(labels, labels_key)
-    if y is None:
-        raise ValueError(f"{path.name} holds no labels: pass --labels FILE")
-    return pred, y, is_logits
-
-
-def read_labels(path, key=None) -> np.ndarray:
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"labels file {str(path)!r} does not exist")
-    suffix = path.suffix.lower()
-    if suffix == ".npy":
-        return np.load(path)
-    if suffix == ".npz":
-        with np.load(path) as d:
-            k = key or next((k for k in LABEL_KEYS if k in d), None)
-            if k is None or k not in d:
-                raise ValueError(f"{path.name}: pass --labels-key (keys: {list(d.keys())})")
-            return d[k]
-    if suffix in (".csv", ".parquet"):
-        frame = _read_table(path)
-        k = key or next((k for k in LABEL_KEYS if k in frame.columns), frame.columns[0])
-        return frame[k].to_numpy()
-    return np.loadtxt(path)
+from .core.prediction_files import read_predictions
 
 
 # ------------------------------------------------------------------ evaluate
@@ -124,64 +49,129 @@ def result_table(results) -> str:
     return "\n".join(lines)
 
 
-def cmd_evaluate(args) -> int:
-    from .api import class_probabilities, evaluate, to_numpy
+def check_plot_path(path) -> Path:
+    """The --plot target, checked before anything is computed or written: a
+    format matplotlib writes, in a directory that exists (or can be made) and
+    is writable."""
+    import os
+
+    path = Path(path)
+    fmt = path.suffix.lower().lstrip(".")
+    formats = ("png", "pdf", "svg", "jpg", "jpeg", "eps", "ps", "tif", "tiff", "webp")
+    if fmt not in formats:
+        raise ValueError(f"--plot {str(path)!r}: name the file with one of the image "
+                         f"suffixes {', '.join('.' + f for f in formats)}")
+    if path.is_dir():
+        raise ValueError(f"--plot {str(path)!r} is a directory; name an image file")
+    parent = next((d for d in [path.parent, *path.parent.parents] if d.exists()), Path("."))
+    if not parent.is_dir():
+        raise ValueError(f"--plot {str(path)!r}: {str(parent)!r} is a file, not a directory")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"--plot {str(path)!r}: directory {str(parent)!r} is not writable")
+    return path
+
+
+def _plot(pred, y, from_logits: bool, results, mode: str, path: Path) -> None:
+    from .api import class_probabilities, to_numpy
+    from .core.io import atomic_path
+    from .report.figures.smooth import smooth_reliability_diagram
     from .study import tasks
 
+    probs = class_probabilities(pred, from_logits)
+    if mode == "confidence" or not results[0].per_class:
+        s, yb = tasks.confidence(probs, to_numpy(y, "labels"))
+        title = "confidence (top label)"
+    else:
+        k = next(iter(results[0].per_class))
+        s, yb = tasks.one_vs_rest(probs, to_numpy(y, "labels"), k)
+        title = f"class {k} vs rest"
+    ax = smooth_reliability_diagram(s, yb, title=title)
+    try:
+        with atomic_path(path) as tmp:
+            ax.figure.savefig(tmp, format=path.suffix.lower().lstrip("."), dpi=120,
+                              bbox_inches="tight")
+    except OSError as err:
+        raise ValueError(f"--plot {str(path)!r}: cannot write ({err.strerror or err})") from None
+
+
+def cmd_evaluate(args) -> int:
+    import warnings
+
+    from . import families
+    from .api import evaluate
+
+    plot = check_plot_path(args.plot) if args.plot else None
+    names = args.evaluator or ["ece_es_cv"]
+    for name in names:                   # an unknown name fails before any work
+        try:
+            families.entry(name)
+        except KeyError as err:
+            raise ValueError(f"--evaluator {name}: {err} (evaluators are the calibration-map "
+                             "families: `fitontest families` lists them)") from None
     pred, y, is_logits = read_predictions(args.pred, args.labels, args.labels_key, args.key)
     from_logits = args.from_logits or is_logits
     p = "max" if args.p == "max" else int(args.p)
-    results = [evaluate(pred, y, evaluator=name, mode=args.mode, classes=args.classes, p=p,
-                        from_logits=from_logits, interval=args.interval)
-               for name in (args.evaluator or ["ece_es_cv"])]
-    if args.plot:
-        import matplotlib
-        matplotlib.use("Agg")
-        from .core.io import atomic_path
-        from .report.figures.smooth import smooth_reliability_diagram
-
-        probs = class_probabilities(pred, from_logits)
-        if args.mode == "confidence" or not results[0].per_class:
-            s, yb = tasks.confidence(probs, to_numpy(y, "labels"))
-            title = "confidence (top label)"
-        else:
-            k = next(iter(results[0].per_class))
-            s, yb = tasks.one_vs_rest(probs, to_numpy(y, "labels"), k)
-            title = f"class {k} vs rest"
-        ax = smooth_reliability_diagram(s, yb, title=title)
-        with atomic_path(args.plot) as tmp:
-            ax.figure.savefig(tmp, format=Path(args.plot).suffix.lstrip(".") or "png",
-                              dpi=120, bbox_inches="tight")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        results = [evaluate(pred, y, evaluator=name, mode=args.mode, classes=args.classes, p=p,
+                            from_logits=from_logits, interval=args.interval)
+                   for name in names]
+        if plot:
+            _plot(pred, y, from_logits, results, args.mode, plot)
+    for message in dict.fromkeys(str(w.message).splitlines()[0] for w in caught):
+        print(f"fitontest evaluate: warning: {message}", file=sys.stderr)
     if args.json:
         print(json.dumps([r.to_dict() for r in results], indent=2))
     else:
         print(result_table(results))
-        if args.plot:
-            print(f"reliability diagram: {args.plot}")
+        if plot:
+            print(f"reliability diagram: {plot}")
     return 0
 
 
 # ------------------------------------------------------------------ families
-def family_rows() -> list[tuple[str, str, str]]:
-    from . import families, multiclass
+#: printed once above the list, so that the one-line summaries can abbreviate
+ABBREVIATIONS = (
+    "CE = calibration error; ECE = expected calibration error (the binning estimator); "
+    "smECE = smooth ECE; KCE = kernel calibration error; ES / EW = equal-size / "
+    "equal-width bins; CV = cross-validation; PL = piecewise linear (PL3: piecewise linear "
+    "in logit space); KDE = kernel density estimate; MSE = mean squared error; loss=ce = "
+    "cross-entropy (log-loss) training loss; ODIR = off-diagonal and intercept "
+    "regularisation; CMEE = calibration-map estimation error (the workflow's score of an "
+    "evaluator).")
 
-    def first_line(obj):
-        doc = (obj.__doc__ or "").strip()
-        return doc.splitlines()[0].strip() if doc else ""
+
+def _summary(obj) -> str:
+    """The first line of a docstring (the one-line summary), plain text."""
+    doc = (obj.__doc__ or "").strip()
+    return doc.splitlines()[0].strip().replace("``", "") if doc else ""
+
+
+def _params(defaults: dict) -> str:
+    return f" ({', '.join(f'{k}={v}' for k, v in defaults.items())})" if defaults else ""
+
+
+def family_rows() -> list[tuple[str, str, str]]:
+    """(name, kind, description) of every registered family, then every
+    multi-class calibrator; the description is the class's one-line summary
+    with the parameters the name is registered with."""
+    from . import families, multiclass
 
     rows = []
     for name in families.names():
         cls = families.entry(name)
-        kind = "map" if getattr(cls, "provides_map", True) else "estimate-only"
-        defaults = families.FAMILIES.defaults(name)
-        extra = f" [{', '.join(f'{k}={v}' for k, v in defaults.items())}]" if defaults else ""
-        rows.append((name, f"binary, {kind}", first_line(cls) + extra))
+        kind = "binary, map" if getattr(cls, "provides_map", True) else "binary, estimate-only"
+        rows.append((name, kind, _summary(cls) + _params(families.FAMILIES.defaults(name))))
     for name in multiclass.names():
-        rows.append((name, "multi-class calibrator", first_line(multiclass.entry(name))))
+        rows.append((name, "multi-class calibrator",
+                     _summary(multiclass.entry(name))
+                     + _params(multiclass.MULTICLASS.defaults(name))))
     return rows
 
 
 def cmd_families(args) -> int:
+    import textwrap
+
     rows = family_rows()
     if args.json:
         print(json.dumps([dict(zip(("name", "kind", "description"), r)) for r in rows],
@@ -189,8 +179,16 @@ def cmd_families(args) -> int:
         return 0
     w0 = max(len(r[0]) for r in rows)
     w1 = max(len(r[1]) for r in rows)
-    for name, kind, desc in rows:
-        print(f"{name.ljust(w0)}  {kind.ljust(w1)}  {desc}")
+    print(textwrap.fill(ABBREVIATIONS, 100))
+    groups = [("Evaluators: binary calibration-map families (fitontest evaluate --evaluator "
+               "NAME; also binary calibrators)", lambda kind: kind.startswith("binary")),
+              ("Multi-class calibrators (CalibratedClassifier(method=NAME), the workflow's "
+               "calibrators; not evaluators)", lambda kind: not kind.startswith("binary"))]
+    for title, member in groups:
+        print(f"\n{title}:")
+        for name, kind, desc in rows:
+            if member(kind):
+                print(f"{name.ljust(w0)}  {kind.ljust(w1)}  {desc}")
     return 0
 
 
@@ -359,51 +357,100 @@ def cmd_bench(args) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------- jobs
+def cmd_jobs(args) -> int:
+    from .study import jobstats
+
+    return jobstats.main([args.results_dir, *(["--scale", *args.scale] if args.scale else [])])
+
+
 # ---------------------------------------------------------------------- main
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="fitontest", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    """The parser of every subcommand (also rendered in the API reference)."""
+    parser = argparse.ArgumentParser(
+        prog="fitontest", description="Evaluate classifier calibration in the fit-on-test "
+        "view: CE estimates of your predictions, the registered evaluators and calibrators, "
+        "and the study's workflow.",
+        epilog="fitontest COMMAND --help documents each command. Bad input exits with "
+        "status 2 and one line on stderr.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    ev = sub.add_parser("evaluate", help="CE estimates of a model's K-class predictions",
-                        description="PRED: .npz (keys probs | logits | scores, and labels; "
-                        "'logits' implies --from-logits), .npy (an n x K array; labels via "
-                        "--labels), .csv / .parquet (one column per class plus a label "
-                        "column 'label' / 'labels' / 'y', or --labels-key).")
-    ev.add_argument("pred", help="predictions: .npz, .npy, .csv or .parquet")
-    ev.add_argument("--labels", help="labels file (.npy, .npz, .csv, .parquet, .txt)")
-    ev.add_argument("--labels-key", help="key / column of the labels")
-    ev.add_argument("--key", help="npz key of the predictions (default: probs, logits, ...)")
-    ev.add_argument("--evaluator", action="append",
-                    help="a registered family (repeatable; default ece_es_cv)")
-    ev.add_argument("--mode", choices=["confidence", "classwise", "ovr"], default="confidence")
-    ev.add_argument("--classes", type=int, nargs="+", help="classes for classwise / ovr")
+    ev = sub.add_parser(
+        "evaluate", help="CE (calibration error) estimates of a model's K-class predictions",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Estimate the calibration error (CE) of a model's K-class predictions "
+        "with one or\nmore evaluators (fitontest families lists them); the same numbers as "
+        "fitontest.evaluate.\n\nPRED formats:\n"
+        "  .npz      keys probs | probabilities | logits | scores (or --key) and labels |\n"
+        "            label | y (or --labels-key); the key 'logits' implies --from-logits\n"
+        "  .npy      an n x K array (or n values: a binary model's P(class 1)); labels\n"
+        "            from --labels\n"
+        "  .csv / .parquet\n"
+        "            one column per class (one column: P(class 1)) and a label column\n"
+        "            label | labels | y (or --labels-key); columns named id, index, idx,\n"
+        "            sample, sample_id, image, image_id are ignored\n\n"
+        "float16 / bfloat16 probabilities are accepted (rows may miss 1 by their rounding).\n"
+        "Bad input: one line on stderr, exit status 2, nothing written.")
+    ev.add_argument("pred", metavar="PRED", help="predictions: .npz, .npy, .csv or .parquet "
+                    "(formats above)")
+    ev.add_argument("--labels", metavar="FILE",
+                    help="labels file (.npy, .npz, .csv, .parquet or text), when PRED has none")
+    ev.add_argument("--labels-key", metavar="KEY",
+                    help="npz key or table column of the labels (default: labels, label, y)")
+    ev.add_argument("--key", metavar="KEY", help="npz key of the predictions (default: probs, "
+                    "probabilities, logits, scores, or the only 2-D array)")
+    ev.add_argument("--evaluator", action="append", metavar="NAME",
+                    help="a calibration-map family from `fitontest families` (repeatable; "
+                    "default ece_es_cv)")
+    ev.add_argument("--mode", choices=["confidence", "classwise", "ovr"], default="confidence",
+                    help="binary task(s) to evaluate: confidence = the top label (default); "
+                    "classwise = every class vs the rest, averaged; ovr = the classes named "
+                    "by --classes vs the rest")
+    ev.add_argument("--classes", type=int, nargs="+", metavar="K",
+                    help="class indices for --mode classwise (default all) or ovr (required "
+                    "for K > 2)")
     ev.add_argument("--p", choices=["1", "2", "max"], default="1",
-                    help="1 (absolute), 2 (squared) or max (binning families)")
-    ev.add_argument("--from-logits", action="store_true", help="the predictions are logits")
+                    help="the CE's norm: 1 (absolute, default), 2 (squared) or max (the "
+                    "maximum CE; binning families only)")
+    ev.add_argument("--from-logits", action="store_true",
+                    help="PRED holds logits: apply a softmax (a sigmoid to one column) first")
     ev.add_argument("--interval", type=float, metavar="LEVEL",
-                    help="bootstrap interval at this level (e.g. 0.9)")
+                    help="add a bootstrap interval at this level (e.g. 0.9)")
     ev.add_argument("--plot", metavar="OUT.png",
-                    help="write the smooth reliability diagram of the confidence task "
-                    "(ovr / classwise: of the first class)")
+                    help="also write the smooth reliability diagram of the confidence task "
+                    "(ovr / classwise: of the first class) to this image file")
     ev.add_argument("--json", action="store_true", help="print JSON instead of a table")
     ev.set_defaults(func=cmd_evaluate)
 
-    fa = sub.add_parser("families", help="list the registered families and calibrators")
-    fa.add_argument("--json", action="store_true")
+    fa = sub.add_parser("families", help="list the evaluators (calibration-map families) and "
+                        "the multi-class calibrators, one line each",
+                        description="Every registered calibration-map family (an evaluator "
+                        "when fitted on test data, a binary calibrator when fitted on "
+                        "validation data) and every multi-class calibrator, with its one-line "
+                        "summary and the parameters its name is registered with.")
+    fa.add_argument("--json", action="store_true",
+                    help="print JSON (name, kind, description) instead of text")
     fa.set_defaults(func=cmd_families)
 
-    be = sub.add_parser("bench", help="score one evaluator on both studies and rank it",
-                        description="TARGET: a registered family name, or a module of yours "
-                        "(path/to/module.py or an importable module, optionally :ClassName) "
-                        "that registers one. Runs the workflow (only the jobs the evaluator "
-                        "adds, when the same exp has run before) and ranks the evaluator by "
-                        "mean CMEE and mean CE-estimation error. Extra arguments after -- go "
-                        "to Snakemake.")
-    be.add_argument("target")
+    be = sub.add_parser("bench", help="score one evaluator on both studies and rank it (RUNS "
+                        "THE SNAKEMAKE WORKFLOW: minutes to hours)",
+                        description="Warning: this runs the Snakemake workflow of the study "
+                        "(needs the workflow extra and the repository's Snakefile); on the "
+                        "default config a first run takes tens of minutes, and every job it "
+                        "starts writes under --directory. TARGET: a registered family name, "
+                        "or a module of yours (path/to/module.py or an importable module, "
+                        "optionally :ClassName) that registers one. Runs the workflow (only "
+                        "the jobs the evaluator adds, when the same exp has run before) and "
+                        "ranks the evaluator by mean CMEE (calibration-map estimation error) "
+                        "and mean CE-estimation error. Extra arguments after -- go to "
+                        "Snakemake (e.g. -- --dry-run).")
+    be.add_argument("target", metavar="TARGET",
+                    help="a family name or MODULE[:CLASS] registering one")
     be.add_argument("--configfile", help="workflow config (default: config/config.yaml)")
-    be.add_argument("--cores", type=int, default=2)
+    be.add_argument("--cores", type=int, default=2, help="cores Snakemake may use (default 2)")
     be.add_argument("--directory", help="working directory of the run (default: here)")
-    be.add_argument("--snakefile", help="the workflow's Snakefile (default: found)")
+    be.add_argument("--snakefile", help="the workflow's Snakefile (default: ./Snakefile or "
+                    "the repository's)")
     be.add_argument("--truth", help="truth estimator of the pseudo-real ranking "
                     "(default isotonic)")
     be.set_defaults(func=cmd_bench)
@@ -414,8 +461,7 @@ def build_parser() -> argparse.ArgumentParser:
     jo.add_argument("--scale", nargs=2, metavar=("RUN_CONFIG", "TARGET_CONFIG"),
                     help="predict the CPU time of TARGET_CONFIG's grid from this run of "
                          "RUN_CONFIG (equal data sizes: a rehearsal; config/README.md)")
-    jo.set_defaults(func=lambda args: jobstats.main(
-        [args.results_dir, *(["--scale", *args.scale] if args.scale else [])]))
+    jo.set_defaults(func=cmd_jobs)
     return parser
 
 
@@ -427,10 +473,15 @@ def main(argv=None) -> int:
         argv, extra = argv[:cut], argv[cut + 1:]
     args = build_parser().parse_args(argv)
     args.snakemake_args = extra
+    from .core.extras import MissingExtraError
+
     try:
         return args.func(args)
-    except (ValueError, KeyError) as err:
-        print(f"fitontest {args.command}: error: {err}", file=sys.stderr)
+    except (ValueError, KeyError, MissingExtraError) as err:
+        # one line: the message's first (a numpy or pandas message may run on)
+        text = (str(err.args[0]) if type(err) is KeyError and err.args else str(err)).strip()
+        line = text.splitlines()[0] if text else repr(err)
+        print(f"fitontest {args.command}: error: {line}", file=sys.stderr)
         return 2
     except BrokenPipeError:                # `fitontest families | head`: not an error
         sys.stderr.close()

@@ -24,6 +24,14 @@ _loaded: dict[str, Any] = {}     # spec -> imported module (imported once per pr
 _TYPED: list["Registry"] = []
 
 
+class UnknownNameError(KeyError, ValueError):
+    """A name no registry entry has: a ValueError (bad input) and, as a failed
+    look-up, a KeyError. The message names close matches."""
+
+    def __str__(self) -> str:          # KeyError's str() would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
 class Registry:
     """A named collection of factories (usually estimator classes)."""
 
@@ -72,9 +80,23 @@ class Registry:
         self._load()
         try:
             return self._entries[name]
-        except KeyError:
-            raise KeyError(f"unknown {self.kind} {name!r}; registered: "
-                           f"{', '.join(self.names()) or '(none)'}") from None
+        except (KeyError, TypeError):
+            raise UnknownNameError(self._unknown(name)) from None
+
+    def _unknown(self, name) -> str:
+        """The message for an unknown ``name``: the registry that has it, or
+        the close names (difflib), or every name."""
+        import difflib
+
+        if isinstance(name, str):
+            for other in _TYPED:
+                if other is not self and name in other:
+                    return f"{name!r} is a {other.kind}, not a {self.kind}"
+            close = difflib.get_close_matches(name, self.names(), n=3, cutoff=0.6)
+            if close:
+                return (f"unknown {self.kind} {name!r}; did you mean "
+                        f"{' or '.join(repr(c) for c in close)}?")
+        return f"unknown {self.kind} {name!r}; registered: {', '.join(self.names()) or '(none)'}"
 
     def defaults(self, name: str) -> dict[str, Any]:
         self.entry(name)

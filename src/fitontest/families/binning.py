@@ -158,7 +158,7 @@ def bin_stats(idx: np.ndarray, s: np.ndarray, y: np.ndarray, n_bins: int):
 @register("ece_es_cv", scheme="es", selection="cv", max_bins=40)
 @register("ece_ew_cv", scheme="ew", selection="cv", max_bins=40)
 class BinningFamily(CalibrationFamily):
-    """Histogram binning with a flat or slope-1 map (see the module docstring).
+    """Histogram binning (the ECE): ES or EW bins, their number fixed, by CV or by a sweep.
 
     Fitted attributes: ``n_bins_``, ``edges_`` (B + 1), ``bin_counts_``,
     ``bin_mean_scores_`` and ``bin_mean_labels_`` (NaN in empty bins),

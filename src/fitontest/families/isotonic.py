@@ -8,7 +8,9 @@ from . import CalibrationFamily, register
 
 @register("isotonic")
 class IsotonicFamily(CalibrationFamily):
-    """``sklearn.isotonic.IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip")``
+    """Isotonic regression: the least-squares non-decreasing step map (scikit-learn).
+
+    ``sklearn.isotonic.IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip")``
     on the scores (increasing). Fitted: ``regressor_``. Prediction interpolates
     linearly between the fitted thresholds (sklearn's behaviour) and is
     constant beyond the fitted range."""

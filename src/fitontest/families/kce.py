@@ -10,7 +10,9 @@ from . import CalibrationFamily, register
 
 @register("kce")
 class KCEFamily(CalibrationFamily):
-    """Unbiased squared kernel calibration error (Widmann et al. 2019) of the
+    """Kernel calibration error (KCE, Widmann et al. 2019): an unbiased squared CE, no map.
+
+    The unbiased squared kernel calibration error of the
     fitting sample, RBF kernel on the binary prediction
     (:func:`fitontest.metrics.kce`).
 

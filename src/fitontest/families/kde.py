@@ -14,7 +14,9 @@ def _triweight(u: np.ndarray) -> np.ndarray:
 
 @register("kde")
 class KDEFamily(CalibrationFamily):
-    """c(x) = min(1, pi f+(x) / f(x)) with triweight KDEs reflected at 0 and 1.
+    """Kernel-density map (Zhang et al. 2020): c(s) = pi f+(s) / f(s), triweight KDEs.
+
+    c(x) = min(1, pi f+(x) / f(x)) with triweight KDEs reflected at 0 and 1.
 
     - ``pi`` is the positive rate, ``f+`` / ``f`` the densities of the scores
       of positives / of all points, both with one bandwidth
@@ -47,6 +49,7 @@ class KDEFamily(CalibrationFamily):
       point on the lower-score side is carried (their loop carries the
       previous point of score-sorted data), and 0 (so c = 1) when there is
       none -- e.g. for scores within ~7e-5 of 0.
+
     The densities are exact windowed sums here (theirs: KDEpy's FFT on the
     same grid, which agrees to the binning error).
 

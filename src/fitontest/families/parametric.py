@@ -64,8 +64,9 @@ def fit_platt(z: np.ndarray, t: np.ndarray, max_iter: int = 100) -> tuple[float,
 
 @register("platt")
 class PlattFamily(CalibrationFamily):
-    """Platt scaling: c(s) = sigmoid(a logit(s) + b), fitted by log-loss against
-    Platt's smoothed targets, without regularisation. Fitted: ``a_``, ``b_``.
+    """Platt scaling: c(s) = sigmoid(a logit(s) + b), fitted by log-loss.
+
+    Fitted against Platt's smoothed targets, without regularisation. Fitted: ``a_``, ``b_``.
 
     The smoothed targets lie strictly inside (0, 1), so a single-class fitting
     set still has a finite optimum (a constant map); both classes are not needed.
@@ -83,7 +84,7 @@ class PlattFamily(CalibrationFamily):
 
 @register("temp_1vsrest")
 class BinaryTemperatureFamily(CalibrationFamily):
-    """Binary temperature scaling c(s) = sigmoid(logit(s) / T), T > 0, by log-loss.
+    """Binary temperature scaling: c(s) = sigmoid(logit(s) / T), T > 0, fitted by log-loss.
 
     The loss is convex in w = 1/T; it is minimised over log w in
     [log w_min, log w_max] = [-log 1e6, log 1e6] by bounded Brent search
@@ -112,7 +113,9 @@ class BinaryTemperatureFamily(CalibrationFamily):
 
 @register("beta")
 class BetaFamily(CalibrationFamily):
-    """Beta calibration, ``betacal.BetaCalibration(parameters="abm")``.
+    """Beta calibration (Kull et al. 2017): c(s) = sigmoid(a ln s - b ln(1 - s) + c).
+
+    ``betacal.BetaCalibration(parameters="abm")``.
 
     betacal switches every warning off process-wide when it fits
     (``warnings.filterwarnings("ignore")``); the fit runs inside

@@ -282,7 +282,7 @@ def _predict_pwlf(model, s: np.ndarray, clip: bool = True) -> np.ndarray:
 @register("pl_de", degree=1, max_segments=7)
 @register("pl_de2", degree=2, max_segments=5)
 class PiecewiseDEFamily(CalibrationFamily):
-    """pwlf continuous piecewise polynomial map, segments by CV (module docstring).
+    """Continuous piecewise linear (or quadratic) map fitted by pwlf, segments chosen by CV.
 
     ``variant``: ``"ours"`` clips the map to [0, 1]; ``"paper"`` does not.
 

@@ -11,7 +11,9 @@ from .parametric import fit_platt, platt_targets
 
 @register("scaling_binning", n_bins=10)
 class ScalingBinningFamily(CalibrationFamily):
-    """Platt on one half of the fitting data, then equal-size binning of the
+    """Scaling-binning (Kumar et al. 2019): Platt scaling, then ES binning of its outputs.
+
+    Platt on one half of the fitting data, then equal-size binning of the
     Platt outputs on the other half; each bin maps to the mean Platt output in it.
 
     The halves are a seeded random split (``seed``) **(choice)**: the first

@@ -136,7 +136,7 @@ def smece(scores, labels, eps: float = 1e-3) -> tuple[float, float]:
 
 @register("smece")
 class SmoothECE(CalibrationFamily):
-    """Smooth ECE: reflected-Gaussian kernel smoothing at the fixed-point bandwidth.
+    """Smooth ECE (smECE, Blasiok & Nakkiran 2023): Gaussian kernel smoothing, fixed-point bandwidth.
 
     Fitted: ``sigma_`` (the bandwidth, reported as the hyper-parameter),
     ``smece_`` and ``smece_sq_`` (the L1 / L2 estimates on the fitting sample),

@@ -126,7 +126,7 @@ def eval_spline_map(x: np.ndarray, knots_x: np.ndarray, knots_c: np.ndarray) -> 
 @register("spline_cubic", runout="cubic")
 @register("spline_parabolic", runout="parabolic")
 class SplineFamily(CalibrationFamily):
-    """Spline calibration map with K knots chosen by CV (see the module docstring).
+    """Spline map (Gupta et al. 2021): a smoothed cumulative-residual curve, knots chosen by CV.
 
     Fitted: ``n_knots_``, ``candidates_``, ``cv_scores_``, ``x_`` (unique
     fitting scores) and ``c_`` (the map there, unclipped).

@@ -41,8 +41,8 @@ Fitted: ``coefs_`` ([W1, W2]), ``intercepts_`` ([b1, b2]), ``feature_mean_``,
 from __future__ import annotations
 
 import numpy as np
-import torch
 
+from fitontest.core.extras import require
 from fitontest.core.runtime import torch_threads
 from . import register
 from .base import MultiClassCalibrator, minimize_lbfgs, warn_not_converged
@@ -51,9 +51,18 @@ VARIANTS = ("oi", "op")
 _SOFTPLUS_ONE = float(np.log(np.e - 1.0))  # softplus(_SOFTPLUS_ONE) == 1
 
 
+def _torch():
+    """torch, imported on first use (an optional dependency: the ``torch`` extra)."""
+    require("torch", "the intra order-preserving calibrator (iop_oi, iop_op)")
+    import torch
+
+    return torch
+
+
 def _sorted(z: torch.Tensor):
     """Decreasing sort. Stability is not needed: tied logits get a zero gap,
     hence identical outputs, whichever order the sort leaves them in."""
+    torch = _torch()
     s, idx = torch.sort(z, dim=1, descending=True)
     return s, idx
 
@@ -61,7 +70,11 @@ def _sorted(z: torch.Tensor):
 @register("iop_oi", variant="oi")
 @register("iop_op", variant="op")
 class IntraOrderPreserving(MultiClassCalibrator):
-    """Intra order-preserving calibration; see the module docstring."""
+    """Intra order-preserving calibration (Rahimi et al. 2020): a small network on sorted logits.
+
+    ``variant="oi"`` (order-invariant) or ``"op"`` (sees the classes' own order);
+    the module docstring has the details.
+    """
 
     def __init__(self, variant: str = "oi", hidden: int = 16, alpha: float = 1e-2,
                  max_iter: int = 1000, tol: float = 1e-5, seed: int = 0):
@@ -81,6 +94,7 @@ class IntraOrderPreserving(MultiClassCalibrator):
     @staticmethod
     def _forward(u, s, w1, b1, w2, b2):
         """Calibrated logits in sorted order (top one at 0)."""
+        torch = _torch()
         m = torch.addmm(b2, torch.tanh(torch.addmm(b1, u, w1.T)), w2.T)
         inc = torch.nn.functional.softplus(m) * (s[:, :-1] - s[:, 1:])
         return torch.cat([torch.zeros_like(s[:, :1]), -torch.cumsum(inc, dim=1)], dim=1)
@@ -97,6 +111,7 @@ class IntraOrderPreserving(MultiClassCalibrator):
     def _fit(self, z, y):
         n, k = z.shape
         self._check_params(k)
+        torch = _torch()
         zt = torch.from_numpy(z)
         s, idx = _sorted(zt)
         # position of the true class in the sorted order
@@ -145,6 +160,7 @@ class IntraOrderPreserving(MultiClassCalibrator):
 
     # ------------------------------------------------------------------ predict
     def _transform(self, z):
+        torch = _torch()
         with torch_threads(1), torch.no_grad():
             zt = torch.from_numpy(z)
             s, idx = _sorted(zt)

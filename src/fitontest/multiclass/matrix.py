@@ -187,7 +187,7 @@ class _MatrixCalibrator(MultiClassCalibrator):
 @register("msodir", input="logits")
 @register("dirodir", input="logprobs")
 class ODIRCalibrator(_MatrixCalibrator):
-    """Matrix scaling with off-diagonal and intercept regularisation (ODIR).
+    """Matrix scaling with off-diagonal and intercept regularisation (ODIR, Kull et al. 2019).
 
     ``input="logits"`` is MS-ODIR, ``input="logprobs"`` Dir-ODIR. ``lambdas``
     and ``mus`` are the CV grids (their product is searched).
@@ -221,7 +221,7 @@ class ODIRCalibrator(_MatrixCalibrator):
 
 @register("dirl2")
 class DirichletL2(_MatrixCalibrator):
-    """Dirichlet calibration with plain L2 on ``W`` and ``b`` (towards zero)."""
+    """Dirichlet calibration (Kull et al. 2019) with plain L2 regularisation on W and b."""
 
     input = "logprobs"
 

@@ -16,7 +16,7 @@ from .base import MultiClassCalibrator, minimize_lbfgs, nll_and_grad, warn_not_c
 
 @register("none")
 class Uncalibrated(MultiClassCalibrator):
-    """The uncalibrated model: ``softmax(z)``.
+    """The uncalibrated model: softmax of the logits (the identity calibrator).
 
     ``fit`` only validates and records K, so "none" runs through the same
     code path (and the same K checks) as every other calibrator.
@@ -31,7 +31,7 @@ class Uncalibrated(MultiClassCalibrator):
 
 @register("temps")
 class TemperatureScaling(MultiClassCalibrator):
-    """Temperature scaling (Guo et al. 2017): ``softmax(z / T)``, ``T > 0``.
+    """Temperature scaling (Guo et al. 2017): softmax(z / T), T > 0.
 
     Optimises ``t = log T`` (identity start ``t = 0``) with L-BFGS-B inside
     ``|t| <= log_t_bound``; a solution on that bound (data separable, or
@@ -72,7 +72,7 @@ class TemperatureScaling(MultiClassCalibrator):
 
 @register("vecs")
 class VectorScaling(MultiClassCalibrator):
-    """Vector scaling (Guo et al. 2017): ``softmax(w * z + b)``, unregularised.
+    """Vector scaling (Guo et al. 2017): softmax(w * z + b), unregularised.
 
     Identity start (``w = 1``, ``b = 0``); ``b`` is reported centred (mean 0,
     softmax is invariant to a common shift). A class absent from the

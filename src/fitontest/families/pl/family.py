@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...selection import complexity_rule, kfold_indices
+from fitontest.core.extras import require
 from fitontest.core.validation import logit
 from .. import CalibrationFamily, register
 
@@ -43,7 +44,9 @@ _LOSSES = ("ce", "mse")
 @register("pl3_ce", space="logit", loss="ce")
 @register("pl3_mse", space="logit", loss="mse")
 class PiecewiseLinearFamily(CalibrationFamily):
-    """PL (``space="prob"``) or PL3 (``space="logit"``) with CE or MSE loss.
+    """Piecewise-linear map (PL; PL3 in logit space), trained by cross-entropy or MSE, pieces by CV.
+
+    PL (``space="prob"``) or PL3 (``space="logit"``) with CE or MSE loss.
 
     Parameters
     ----------
@@ -130,6 +133,7 @@ class PiecewiseLinearFamily(CalibrationFamily):
             raise ValueError(f"patience must be an integer >= 1, got {self.patience!r}")
         if self.device not in ("cpu", "cuda", "auto"):
             raise ValueError(f"device must be 'cpu', 'cuda' or 'auto', got {self.device!r}")
+        require("fast", "the PL / PL3 family (pl_ce, pl_mse, pl3_ce, pl3_mse)")
         from .trainer import BACKENDS
 
         if self.backend not in BACKENDS:
