@@ -28,6 +28,8 @@ from ..selection import complexity_rule, kfold_indices
 
 #: bytes of working arrays per chunk of resampled rows (sets the chunk size)
 CHUNK_BYTES = 64 * 2 ** 20
+#: the sweep's B at which rows still monotone try the per-code shortcut
+SHORTCUT_AFTER = 64
 
 
 def es_starts(n, n_bins, b):
@@ -97,8 +99,8 @@ class Dense:
         """Code at sorted position ``pos`` (< n) of rows ``rows``: one search over
         all rows' inclusive counts, row r offset by r (n + 1) so they never overlap."""
         if self._inclusive is None:
-            self._inclusive = (self.cum("n")[:, 1:]
-                               + (self.n + 1) * np.arange(self.k)[:, None]).ravel()
+            self._inclusive = self.cum("n")[0, 1:] if self.k == 1 else (
+                self.cum("n")[:, 1:] + (self.n + 1) * np.arange(self.k)[:, None]).ravel()
         query = (pos + (self.n + 1) * rows[:, None]).ravel()
         order = np.argsort(query, kind="stable")          # sorted keys: cache-friendly
         code = np.empty(query.size, dtype=np.int64)
@@ -109,10 +111,13 @@ class Dense:
         """Bin sums (k, B) of ``q`` summed within each bin (``reduceat``), not as a
         difference of cumulative sums: the fitted bin means keep full precision."""
         a = (self.per_code["n"] * self.codes.uniq) if q == "s" else self.per_code[q]
-        flat = np.concatenate((a.ravel().astype(np.float64), [0.0]))
-        starts = edges[:, :-1] + self.m * np.arange(self.k)[:, None]
-        out = np.add.reduceat(flat, starts.ravel()).reshape(starts.shape)
-        return np.where(edges[:, 1:] > edges[:, :-1], out, 0.0)
+        # the code runs of positive length tile every row: each one's sum runs
+        # up to the next one's start (the last to the end)
+        run = edges[:, 1:] > edges[:, :-1]
+        starts = (edges[:, :-1] + self.m * np.arange(self.k)[:, None])[run]
+        out = np.zeros(run.shape)
+        out[run] = np.add.reduceat(a.reshape(-1), starts)
+        return out
 
 
 class Sorted:
@@ -123,24 +128,41 @@ class Sorted:
         pairs = np.sort(pairs, axis=1)
         self.k, self.n, self.m = pairs.shape[0], pairs.shape[1], codes.m
         self.code = pairs >> 1
-        y = (pairs & 1).astype(np.float64)
-        s = codes.uniq[self.code]
+        self._y = pairs & 1
+        self._s = codes.uniq[self.code]
         self._keys = (self.code + (self.m + 1) * np.arange(self.k)[:, None]).ravel()
-        self._cum = {}
-        for q, a in (("y", y), ("s", s), ("ss", s * s), ("sy", s * y)):
-            out = np.zeros((self.k, self.n + 1))
+        self._cum: dict[str, np.ndarray] = {}
+        self._last: list = [None, None, None]
+
+    def cum(self, q: str) -> np.ndarray:
+        """Exclusive cumulative sums (k, n_fold + 1) of ``q`` over the sorted points."""
+        if q not in self._cum:
+            s, y = self._s, self._y
+            a = {"y": y, "s": s, "ss": s * s, "sy": s * y}[q]
+            out = np.zeros((self.k, self.n + 1), dtype=a.dtype)
             np.cumsum(a, axis=1, out=out[:, 1:])
             self._cum[q] = out
+        return self._cum[q]
+
+    def _positions(self, edges, rows):
+        """Points below ``edges`` per row; the last search is kept (the same
+        edges are asked for several sums in turn)."""
+        if self._last[0] is not edges or self._last[1] is not rows:
+            query = (edges + (self.m + 1) * rows[:, None]).ravel()
+            order = np.argsort(query, kind="stable")      # sorted keys: cache-friendly
+            at = np.empty(query.size, dtype=np.int64)
+            at[order] = np.searchsorted(self._keys, query[order], side="left")
+            self._last = [edges, rows, at.reshape(edges.shape) - self.n * rows[:, None]]
+        return self._last[2]
 
     def below(self, edges, q, rows):
-        at = np.searchsorted(self._keys, (edges + (self.m + 1) * rows[:, None]).ravel(),
-                             side="left").reshape(edges.shape) - self.n * rows[:, None]
+        at = self._positions(edges, rows)
         if q == "n":
             return at
-        return self._cum[q].ravel()[at + (self.n + 1) * rows[:, None]]
+        return self.cum(q).ravel()[at + (self.n + 1) * rows[:, None]]
 
     def total(self, q: str) -> np.ndarray:
-        return self._cum[q][:, -1]
+        return self.cum(q)[:, -1]
 
 
 class Minus:
@@ -154,15 +176,20 @@ class Minus:
         return self.a.below(edges, q, rows) - self.b.below(edges, q, rows)
 
     def code_at(self, pos, rows):
-        """Smallest code c with more than ``pos`` points <= c (bisection on codes)."""
-        lo = np.zeros(pos.shape, dtype=np.int64)
-        hi = np.full(pos.shape, self.m - 1, dtype=np.int64)
-        while np.any(lo < hi):
-            mid = (lo + hi) // 2
-            right = self.below(mid + 1, "n", rows) > pos
-            hi = np.where(right, mid, hi)
-            lo = np.where(right, lo, mid + 1)
-        return lo
+        """Code at sorted position ``pos`` of rows ``rows``: the smallest c with
+        a(<= c) - b(<= c) > pos. Each step c <- a.code_at(pos + b(<= c)) is a
+        lower bound of it and stops there; as ``b`` is a small part of ``a`` (a
+        held-out fold) the steps shrink geometrically (a few steps)."""
+        code = self.a.code_at(pos, rows)
+        todo = np.ones(pos.shape, dtype=bool)
+        while todo.any():
+            r = np.broadcast_to(rows[:, None], pos.shape)[todo]
+            step = self.a.code_at((pos[todo] + self.b.below(
+                code[todo][:, None] + 1, "n", r)[:, 0])[:, None], r)[:, 0]
+            moved = step != code[todo]
+            code[todo] = step
+            todo[todo] = moved
+        return code
 
 
 # --------------------------------------------------------------------- bins
@@ -186,6 +213,29 @@ def edges(rows_, codes: Codes, scheme: str, n_bins, b_max: int, rows=None) -> np
     inner = np.where(b < nb, inner, m)
     return np.concatenate((np.zeros((rows.size, 1), dtype=np.int64), inner,
                            np.full((rows.size, 1), m)), axis=1)
+
+
+def candidate_edges(rows_, codes: Codes, scheme: str, cands: np.ndarray) -> np.ndarray:
+    """Code edges of every row for every candidate B, candidate-major:
+    (n_candidates * k, max B + 1), row j k + r = candidate j, row r (as
+    :func:`edges`). Every row has the same n, so the ES sorted positions of all
+    candidates are shared: each distinct position is looked up once per row."""
+    k, m, b_max = rows_.k, codes.m, int(cands.max())
+    b = np.arange(1, b_max)[None, :]
+    valid = b < cands[:, None]                                   # (n_c, b_max - 1)
+    if scheme == "es":
+        starts = es_starts(rows_.n, cands[:, None], b)
+        want = np.where(valid, np.minimum(starts, rows_.n - 1), 0)
+        uniq, inv = np.unique(want, return_inverse=True)
+        at = rows_.code_at(np.broadcast_to(uniq, (k, uniq.size)), np.arange(k))
+        inner = np.where(starts < rows_.n, at[:, inv.reshape(want.shape)], codes.code_one)
+    else:
+        inner = np.stack([codes.ew_first(int(B), b_max) for B in cands])[None]
+        inner = np.broadcast_to(inner, (k,) + inner.shape[1:])
+    inner = np.where(valid, inner, m).transpose(1, 0, 2).reshape(cands.size * k, b_max - 1)
+    n_rows = cands.size * k
+    return np.concatenate((np.zeros((n_rows, 1), dtype=np.int64), inner,
+                           np.full((n_rows, 1), m)), axis=1)
 
 
 def bin_sums(rows_, edge_codes, q, rows=None) -> np.ndarray:
@@ -213,12 +263,18 @@ def sweep(rows_: Dense, codes: Codes, scheme: str, max_bins) -> np.ndarray:
 
     A row whose per-code label means are already non-decreasing is monotone
     for every B (each bin is a run of codes, whose mean lies between its
-    codes' means): it takes the cap at once. The loop runs over the others.
+    codes' means): it takes the cap at once. The check costs O(m) per row, so
+    it runs once, on the rows still monotone at B = :data:`SHORTCUT_AFTER`
+    (most rows of continuous scores stop long before).
     """
     cap = rows_.n if max_bins is None else min(int(max_bins), rows_.n)
-    best = np.where(decreasing(rows_.per_code["n"], rows_.per_code["y"]), 1, cap)
+    best = np.ones(rows_.k, dtype=np.int64)
     active = best < cap
     for n_bins in range(2, cap + 1):
+        if n_bins == min(cap, SHORTCUT_AFTER):   # O(k m): only for rows still going
+            rows = np.flatnonzero(active)
+            done = rows[~decreasing(rows_.per_code["n"][rows], rows_.per_code["y"][rows])]
+            best[done], active[done] = cap, False
         rows = np.flatnonzero(active)
         if rows.size == 0:
             break
@@ -244,7 +300,7 @@ def cv_scores(rows_: Dense, held_out: list[Sorted], codes: Codes, scheme: str, m
     out = np.zeros((k, n_c))
     for test in held_out:
         train = Minus(rows_, test)
-        e = edges(train, codes, scheme, np.repeat(cands, k), int(cands.max()), rows)
+        e = candidate_edges(train, codes, scheme, cands)
         n_tr = bin_sums(train, e, "n", rows)
         y_tr = bin_sums(train, e, "y", rows)
         full = n_tr > 0
@@ -262,30 +318,34 @@ def cv_scores(rows_: Dense, held_out: list[Sorted], codes: Codes, scheme: str, m
     return out / len(held_out)
 
 
-def held_out_folds(pairs: np.ndarray, codes: Codes, n_folds: int, seed: int) -> list[Sorted]:
-    """The held-out folds of rows ``pairs`` (k, n): the family's folds
-    (:func:`fitontest.selection.kfold_indices`) over positions in each row."""
-    return [Sorted(pairs[:, test], codes)
-            for _, test in kfold_indices(pairs.shape[1], int(n_folds), int(seed))]
+def fold_tests(fam, n: int) -> list[np.ndarray] | None:
+    """Held-out positions of the family's CV folds
+    (:func:`fitontest.selection.kfold_indices`) over a row of n points, or None
+    without CV. Every resample has n points, so one split serves all rows."""
+    if fam.selection != "cv":
+        return None
+    return [test for _, test in kfold_indices(n, int(fam.n_folds), int(fam.seed))]
 
 
-def choose_bins(fam, rows_: Dense, pairs: np.ndarray, codes: Codes):
+def choose_bins(fam, rows_: Dense, pairs: np.ndarray, codes: Codes, tests):
     """B of every row under the family's selection, and for CV the scores."""
     if fam.selection == "fixed":
         return np.full(rows_.k, int(fam.n_bins)), None
     if fam.selection == "sweep":
         return sweep(rows_, codes, fam.scheme, fam.max_bins), None
     cands = np.arange(1, int(fam.max_bins) + 1)
-    cv = cv_scores(rows_, held_out_folds(pairs, codes, fam.n_folds, fam.seed), codes,
+    cv = cv_scores(rows_, [Sorted(pairs[:, test], codes) for test in tests], codes,
                    fam.scheme, fam.map, cands)
     return np.array([complexity_rule(cands, row, tol=float(fam.tol)) for row in cv]), cv
 
 
-def fit_rows(fam, pairs: np.ndarray, codes: Codes):
+def fit_rows(fam, pairs: np.ndarray, codes: Codes, tests=None):
     """Bins of the family fitted on every row of points ``pairs`` (k, n):
-    (B per row, code edges (k, max B + 1), counts, score sums, label sums, CV scores)."""
+    (B per row, code edges (k, max B + 1), counts, score sums, label sums, CV
+    scores). ``tests``: :func:`fold_tests` (computed when None)."""
     rows_ = Dense.of_pairs(pairs, codes)
-    n_bins, cv = choose_bins(fam, rows_, pairs, codes)
+    tests = fold_tests(fam, pairs.shape[1]) if tests is None else tests
+    n_bins, cv = choose_bins(fam, rows_, pairs, codes, tests)
     e = edges(rows_, codes, fam.scheme, n_bins, int(n_bins.max()))
     return (n_bins, e, rows_.segment_sums(e, "n"), rows_.segment_sums(e, "s"),
             rows_.segment_sums(e, "y"), cv)
@@ -311,10 +371,11 @@ def replicate_estimates(fam, s: np.ndarray, y: np.ndarray, resamples: Iterable[n
     chunks of :func:`chunk_rows` rows, so memory does not grow with R."""
     codes = Codes(s, y)
     step = chunk_rows(s.size, codes.m)
+    tests = fold_tests(fam, s.size)
     out = []
     for block in resamples:
         for i in range(0, block.shape[0], step):
             pairs = codes.pairs[block[i:i + step]]
-            _, _, cnt, ssum, ysum, _ = fit_rows(fam, pairs, codes)
+            _, _, cnt, ssum, ysum, _ = fit_rows(fam, pairs, codes, tests)
             out.append(used_estimates(cnt, ssum, ysum, p))
     return np.concatenate(out) if out else np.empty(0)
