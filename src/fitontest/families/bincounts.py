@@ -41,13 +41,13 @@ def es_starts(n, n_bins, b):
 
 class Codes:
     """Distinct scores ``uniq`` of an original sample, every point's ``code``
-    and ``pair = 2 code + label`` (a point of any row is one pair)."""
+    and ``pair = code + m label`` (a point of any row is one pair)."""
 
     def __init__(self, s: np.ndarray, y: np.ndarray):
         self.uniq, codes = np.unique(s, return_inverse=True)
         self.codes = codes.astype(np.int64).ravel()
-        self.pairs = 2 * self.codes + y.astype(np.int64)
         self.m = self.uniq.size
+        self.pairs = self.codes + self.m * y.astype(np.int64)
         self.code_one = int(np.searchsorted(self.uniq, 1.0, side="left"))   # the edge 1.0
 
     def ew_first(self, n_bins: int, b_max: int) -> np.ndarray:
@@ -78,9 +78,9 @@ class Dense:
     def of_pairs(cls, pairs: np.ndarray, codes: Codes) -> "Dense":
         """Rows of the points ``pairs`` (k, n): one bincount over all rows."""
         k, m2 = pairs.shape[0], 2 * codes.m
-        c = np.bincount((pairs + m2 * np.arange(k)[:, None]).ravel(),
-                        minlength=k * m2).reshape(k, codes.m, 2)
-        return cls(c[:, :, 0] + c[:, :, 1], np.ascontiguousarray(c[:, :, 1]), codes)
+        flat = pairs.ravel() if k == 1 else (pairs + m2 * np.arange(k)[:, None]).ravel()
+        c = np.bincount(flat, minlength=k * m2).reshape(k, 2, codes.m)   # (row, label, code)
+        return cls(c[:, 0] + c[:, 1], c[:, 1], codes)
 
     def cum(self, q: str) -> np.ndarray:
         """Exclusive cumulative sums (k, m + 1) of ``q``: "n", "y" or "s"."""
@@ -125,8 +125,9 @@ class Sorted:
     "n", "y", "s", "ss" (sum s^2) and "sy" (sum s y) over the sorted points."""
 
     def __init__(self, pairs: np.ndarray, codes: Codes):
-        pairs = np.sort(pairs, axis=1)
         self.k, self.n, self.m = pairs.shape[0], pairs.shape[1], codes.m
+        y = pairs >= self.m
+        pairs = np.sort(2 * (pairs - self.m * y) + y, axis=1)    # by code, then label
         self.code = pairs >> 1
         self._y = pairs & 1
         self._s = codes.uniq[self.code]
