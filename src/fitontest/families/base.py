@@ -180,7 +180,7 @@ class DuckFamily(CalibrationFamily):
                                 "max_calibration_error() method")
 
 
-def resample_chunks(n: int, n_boot: int, seed=0, max_bytes: int = 32 * 2 ** 20
+def resample_chunks(n: int, n_boot: int, seed=0, max_bytes: int = 16 * 2 ** 20
                     ) -> Iterator[np.ndarray]:
     """Bootstrap resamples of ``range(n)`` as (k, n) index chunks, rows in order.
 

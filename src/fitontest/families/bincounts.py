@@ -27,7 +27,7 @@ from fitontest.core import calibration_error
 from ..selection import complexity_rule, kfold_indices
 
 #: bytes of working arrays per chunk of resampled rows (sets the chunk size)
-CHUNK_BYTES = 64 * 2 ** 20
+CHUNK_BYTES = 48 * 2 ** 20
 #: the sweep's B at which rows still monotone try the per-code shortcut
 SHORTCUT_AFTER = 64
 
@@ -286,7 +286,7 @@ def sweep(rows_: Dense, codes: Codes, scheme: str, max_bins) -> np.ndarray:
     return best
 
 
-def cv_scores(rows_: Dense, held_out: list[Sorted], codes: Codes, scheme: str, map: str,
+def cv_scores(rows_: Dense, held_out: Iterable[Sorted], codes: Codes, scheme: str, map: str,
               cands: np.ndarray) -> np.ndarray:
     """Mean held-out squared error (k, n_candidates) of the map fitted on each
     training fold (row less its held-out fold), all candidates B at once.
@@ -299,7 +299,9 @@ def cv_scores(rows_: Dense, held_out: list[Sorted], codes: Codes, scheme: str, m
     k, n_c = rows_.k, cands.size
     rows = np.tile(np.arange(k), n_c)                      # candidate j: rows j*k..
     out = np.zeros((k, n_c))
-    for test in held_out:
+    n_folds = 0
+    for test in held_out:                          # one fold in memory at a time
+        n_folds += 1
         train = Minus(rows_, test)
         e = candidate_edges(train, codes, scheme, cands)
         n_tr = bin_sums(train, e, "n", rows)
@@ -316,7 +318,7 @@ def cv_scores(rows_: Dense, held_out: list[Sorted], codes: Codes, scheme: str, m
                              + 2 * bin_sums(test, e, "sy", rows), 0.0)
         base = test.total("ss") - 2 * test.total("sy") + test.total("y")   # sum (s - y)^2
         out += (base[:, None] + extra.sum(axis=1).reshape(n_c, k).T) / test.n
-    return out / len(held_out)
+    return out / n_folds
 
 
 def fold_tests(fam, n: int) -> list[np.ndarray] | None:
@@ -335,7 +337,7 @@ def choose_bins(fam, rows_: Dense, pairs: np.ndarray, codes: Codes, tests):
     if fam.selection == "sweep":
         return sweep(rows_, codes, fam.scheme, fam.max_bins), None
     cands = np.arange(1, int(fam.max_bins) + 1)
-    cv = cv_scores(rows_, [Sorted(pairs[:, test], codes) for test in tests], codes,
+    cv = cv_scores(rows_, (Sorted(pairs[:, test], codes) for test in tests), codes,
                    fam.scheme, fam.map, cands)
     return np.array([complexity_rule(cands, row, tol=float(fam.tol)) for row in cv]), cv
 
