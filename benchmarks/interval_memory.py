@@ -39,8 +39,9 @@ def write_case(path: Path, n: int, k: int = 10, seed: int = 0) -> None:
     np.savez(path, probs=probs, labels=np.minimum(labels, k - 1))
 
 
-def measure(cmd: list[str], timeout: int) -> tuple[float, float, int]:
-    """(wall seconds, peak RSS in MiB, exit status) of one child process."""
+def measure(cmd: list[str], timeout: int) -> tuple[float, float, float, int]:
+    """(wall seconds, CPU seconds, peak RSS in MiB, exit status) of one child
+    process (the parent stays small: a forked child's peak counts its image)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     timer = threading.Timer(timeout, proc.kill)
@@ -48,10 +49,11 @@ def measure(cmd: list[str], timeout: int) -> tuple[float, float, int]:
     _, status, usage = os.wait4(proc.pid, 0)        # reaps the child with its rusage
     timer.cancel()
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return time.perf_counter() - t0, usage.ru_maxrss / 1024, proc.returncode
+    return (time.perf_counter() - t0, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
+            proc.returncode)
 
 
-def run(npz: Path, name: str, timeout: int) -> tuple[float, float, int]:
+def run(npz: Path, name: str, timeout: int) -> tuple[float, float, float, int]:
     return measure([sys.executable, "-c", CHILD, "evaluate", str(npz), "--labels-key",
                     "labels", "--evaluator", name, "--interval", "0.9"], timeout)
 
@@ -61,26 +63,32 @@ def main() -> None:
     ap.add_argument("--sizes", default="1000,10000,100000,1000000")
     ap.add_argument("--families", default="ece_es15,ece_es_sweep,ece_es_cv")
     ap.add_argument("--timeout", type=int, default=600)
+    ap.add_argument("--write", nargs=2, metavar=("NPZ", "N"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.write:
+        write_case(Path(args.write[0]), int(args.write[1]))
+        return
     sizes = [int(v) for v in args.sizes.split(",")]
     names = args.families.split(",")
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; K = 10, "
-          "200 replicates (the default), level 0.9\n")
-    print(f"{'family':14s}" + "".join(f"{'n=' + format(n, ','):>22s}" for n in sizes))
-    print(f"{'':14s}" + "".join(f"{'wall s':>12s}{'peak MiB':>10s}" for _ in sizes))
-    wall, peak, _ = measure([sys.executable, "-c", "import fitontest.cli, fitontest.api, "
-                             "fitontest.families.binning, fitontest.intervals"], args.timeout)
-    print(f"{'(imports only)':14s}{wall:12.1f}{peak:10.0f}")
+          "200 replicates (the default), level 0.9; wall and CPU seconds, peak RSS MiB\n")
+    print(f"{'family':14s}" + "".join(f"{'n=' + format(n, ','):>24s}" for n in sizes))
+    print(f"{'':14s}" + "".join(f"{'wall':>8s}{'CPU':>8s}{'MiB':>8s}" for _ in sizes))
+    wall, cpu, peak, _ = measure([sys.executable, "-c", "import fitontest.cli, fitontest.api, "
+                                  "fitontest.families.binning, fitontest.intervals"],
+                                 args.timeout)
+    print(f"{'(imports only)':14s}{wall:8.1f}{cpu:8.1f}{peak:8.0f}")
     with tempfile.TemporaryDirectory() as tmp:
         files = {}
-        for n in sizes:
+        for n in sizes:                  # written by a child: the parent stays small
             files[n] = Path(tmp) / f"pred_{n}.npz"
-            write_case(files[n], n)
+            measure([sys.executable, __file__, "--write", str(files[n]), str(n)], args.timeout)
         for name in names:
             cells = []
             for n in sizes:
-                wall, peak, code = run(files[n], name, args.timeout)
-                cells.append(f"{wall:12.1f}{peak:10.0f}" if code == 0 else f"{'failed':>22s}")
+                wall, cpu, peak, code = run(files[n], name, args.timeout)
+                cells.append(f"{wall:8.1f}{cpu:8.1f}{peak:8.0f}" if code == 0
+                             else f"{'failed':>24s}")
             print(f"{name:14s}" + "".join(cells), flush=True)
 
 

@@ -194,19 +194,19 @@ class Minus:
 
 
 # --------------------------------------------------------------------- bins
-def edges(rows_, codes: Codes, scheme: str, n_bins, b_max: int, rows=None) -> np.ndarray:
+def edges(sample, codes: Codes, scheme: str, n_bins, b_max: int, rows=None) -> np.ndarray:
     """Code edges (k, b_max + 1) of the bins of ``rows`` (default every row):
     bin b holds codes [E_b, E_{b+1}); bins past a row's B are empty [m, m).
     ES: E_b is the code at sorted position ``es_starts`` (code of 1.0 where the
     row has fewer points than bins); EW: the first code of EW bin b."""
-    rows = np.arange(rows_.k) if rows is None else rows
+    rows = np.arange(sample.k) if rows is None else rows
     m = codes.m
     b = np.arange(1, b_max)[None, :]
     nb = np.broadcast_to(np.asarray(n_bins, dtype=np.int64).reshape(-1, 1), (rows.size, 1))
     if scheme == "es":
-        starts = es_starts(rows_.n, nb, b)
-        code = rows_.code_at(np.minimum(starts, rows_.n - 1), rows)
-        inner = np.where(starts < rows_.n, code, codes.code_one)
+        starts = es_starts(sample.n, nb, b)
+        code = sample.code_at(np.minimum(starts, sample.n - 1), rows)
+        inner = np.where(starts < sample.n, code, codes.code_one)
     else:
         inner = np.empty((rows.size, max(b_max - 1, 0)), dtype=np.int64)
         for k in np.unique(nb):
@@ -216,20 +216,20 @@ def edges(rows_, codes: Codes, scheme: str, n_bins, b_max: int, rows=None) -> np
                            np.full((rows.size, 1), m)), axis=1)
 
 
-def candidate_edges(rows_, codes: Codes, scheme: str, cands: np.ndarray) -> np.ndarray:
+def candidate_edges(sample, codes: Codes, scheme: str, cands: np.ndarray) -> np.ndarray:
     """Code edges of every row for every candidate B, candidate-major:
     (n_candidates * k, max B + 1), row j k + r = candidate j, row r (as
     :func:`edges`). Every row has the same n, so the ES sorted positions of all
     candidates are shared: each distinct position is looked up once per row."""
-    k, m, b_max = rows_.k, codes.m, int(cands.max())
+    k, m, b_max = sample.k, codes.m, int(cands.max())
     b = np.arange(1, b_max)[None, :]
     valid = b < cands[:, None]                                   # (n_c, b_max - 1)
     if scheme == "es":
-        starts = es_starts(rows_.n, cands[:, None], b)
-        want = np.where(valid, np.minimum(starts, rows_.n - 1), 0)
+        starts = es_starts(sample.n, cands[:, None], b)
+        want = np.where(valid, np.minimum(starts, sample.n - 1), 0)
         uniq, inv = np.unique(want, return_inverse=True)
-        at = rows_.code_at(np.broadcast_to(uniq, (k, uniq.size)), np.arange(k))
-        inner = np.where(starts < rows_.n, at[:, inv.reshape(want.shape)], codes.code_one)
+        at = sample.code_at(np.broadcast_to(uniq, (k, uniq.size)), np.arange(k))
+        inner = np.where(starts < sample.n, at[:, inv.reshape(want.shape)], codes.code_one)
     else:
         inner = np.stack([codes.ew_first(int(B), b_max) for B in cands])[None]
         inner = np.broadcast_to(inner, (k,) + inner.shape[1:])
@@ -239,10 +239,10 @@ def candidate_edges(rows_, codes: Codes, scheme: str, cands: np.ndarray) -> np.n
                            np.full((n_rows, 1), m)), axis=1)
 
 
-def bin_sums(rows_, edge_codes, q, rows=None) -> np.ndarray:
+def bin_sums(sample, edge_codes, q, rows=None) -> np.ndarray:
     """Per-bin sums (k, B) of ``q`` for code edges ``edge_codes`` (k, B + 1)."""
-    rows = np.arange(rows_.k) if rows is None else rows
-    return np.diff(rows_.below(edge_codes, q, rows), axis=1)
+    rows = np.arange(sample.k) if rows is None else rows
+    return np.diff(sample.below(edge_codes, q, rows), axis=1)
 
 
 def decreasing(cnt: np.ndarray, pos: np.ndarray) -> np.ndarray:
@@ -259,7 +259,7 @@ def decreasing(cnt: np.ndarray, pos: np.ndarray) -> np.ndarray:
     return np.any(keep & (prev >= 0) & (k_prev * cnt > pos * m_prev), axis=1)
 
 
-def sweep(rows_: Dense, codes: Codes, scheme: str, max_bins) -> np.ndarray:
+def sweep(sample: Dense, codes: Codes, scheme: str, max_bins) -> np.ndarray:
     """Largest B with non-decreasing bin label means, per row (§2.5).
 
     A row whose per-code label means are already non-decreasing is monotone
@@ -268,25 +268,25 @@ def sweep(rows_: Dense, codes: Codes, scheme: str, max_bins) -> np.ndarray:
     it runs once, on the rows still monotone at B = :data:`SHORTCUT_AFTER`
     (most rows of continuous scores stop long before).
     """
-    cap = rows_.n if max_bins is None else min(int(max_bins), rows_.n)
-    best = np.ones(rows_.k, dtype=np.int64)
+    cap = sample.n if max_bins is None else min(int(max_bins), sample.n)
+    best = np.ones(sample.k, dtype=np.int64)
     active = best < cap
     for n_bins in range(2, cap + 1):
         if n_bins == min(cap, SHORTCUT_AFTER):   # O(k m): only for rows still going
             rows = np.flatnonzero(active)
-            done = rows[~decreasing(rows_.per_code["n"][rows], rows_.per_code["y"][rows])]
+            done = rows[~decreasing(sample.per_code["n"][rows], sample.per_code["y"][rows])]
             best[done], active[done] = cap, False
         rows = np.flatnonzero(active)
         if rows.size == 0:
             break
-        e = edges(rows_, codes, scheme, n_bins, n_bins, rows)
-        bad = decreasing(bin_sums(rows_, e, "n", rows), bin_sums(rows_, e, "y", rows))
+        e = edges(sample, codes, scheme, n_bins, n_bins, rows)
+        bad = decreasing(bin_sums(sample, e, "n", rows), bin_sums(sample, e, "y", rows))
         best[rows[~bad]] = n_bins
         active[rows[bad]] = False
     return best
 
 
-def cv_scores(rows_: Dense, held_out: Iterable[Sorted], codes: Codes, scheme: str, map: str,
+def cv_scores(sample: Dense, held_out: Iterable[Sorted], codes: Codes, scheme: str, map: str,
               cands: np.ndarray) -> np.ndarray:
     """Mean held-out squared error (k, n_candidates) of the map fitted on each
     training fold (row less its held-out fold), all candidates B at once.
@@ -296,13 +296,13 @@ def cv_scores(rows_: Dense, held_out: Iterable[Sorted], codes: Codes, scheme: st
     on bins with training points (s elsewhere): sum (s - y)^2 + ybar^2 n
     - 2 ybar sum y - sum s^2 + 2 sum s y.
     """
-    k, n_c = rows_.k, cands.size
+    k, n_c = sample.k, cands.size
     rows = np.tile(np.arange(k), n_c)                      # candidate j: rows j*k..
     out = np.zeros((k, n_c))
     n_folds = 0
     for test in held_out:                          # one fold in memory at a time
         n_folds += 1
-        train = Minus(rows_, test)
+        train = Minus(sample, test)
         e = candidate_edges(train, codes, scheme, cands)
         n_tr = bin_sums(train, e, "n", rows)
         y_tr = bin_sums(train, e, "y", rows)
@@ -330,14 +330,14 @@ def fold_tests(fam, n: int) -> list[np.ndarray] | None:
     return [test for _, test in kfold_indices(n, int(fam.n_folds), int(fam.seed))]
 
 
-def choose_bins(fam, rows_: Dense, pairs: np.ndarray, codes: Codes, tests):
+def choose_bins(fam, sample: Dense, pairs: np.ndarray, codes: Codes, tests):
     """B of every row under the family's selection, and for CV the scores."""
     if fam.selection == "fixed":
-        return np.full(rows_.k, int(fam.n_bins)), None
+        return np.full(sample.k, int(fam.n_bins)), None
     if fam.selection == "sweep":
-        return sweep(rows_, codes, fam.scheme, fam.max_bins), None
+        return sweep(sample, codes, fam.scheme, fam.max_bins), None
     cands = np.arange(1, int(fam.max_bins) + 1)
-    cv = cv_scores(rows_, (Sorted(pairs[:, test], codes) for test in tests), codes,
+    cv = cv_scores(sample, (Sorted(pairs[:, test], codes) for test in tests), codes,
                    fam.scheme, fam.map, cands)
     return np.array([complexity_rule(cands, row, tol=float(fam.tol)) for row in cv]), cv
 
@@ -346,12 +346,12 @@ def fit_rows(fam, pairs: np.ndarray, codes: Codes, tests=None):
     """Bins of the family fitted on every row of points ``pairs`` (k, n):
     (B per row, code edges (k, max B + 1), counts, score sums, label sums, CV
     scores). ``tests``: :func:`fold_tests` (computed when None)."""
-    rows_ = Dense.of_pairs(pairs, codes)
+    sample = Dense.of_pairs(pairs, codes)
     tests = fold_tests(fam, pairs.shape[1]) if tests is None else tests
-    n_bins, cv = choose_bins(fam, rows_, pairs, codes, tests)
-    e = edges(rows_, codes, fam.scheme, n_bins, int(n_bins.max()))
-    return (n_bins, e, rows_.segment_sums(e, "n"), rows_.segment_sums(e, "s"),
-            rows_.segment_sums(e, "y"), cv)
+    n_bins, cv = choose_bins(fam, sample, pairs, codes, tests)
+    e = edges(sample, codes, fam.scheme, n_bins, int(n_bins.max()))
+    return (n_bins, e, sample.segment_sums(e, "n"), sample.segment_sums(e, "s"),
+            sample.segment_sums(e, "y"), cv)
 
 
 def used_estimates(counts, sum_s, sum_y, p: int) -> np.ndarray:

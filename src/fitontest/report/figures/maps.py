@@ -54,7 +54,7 @@ def draw_fit_on_test(fam, name, s, true_map, ax, p, n_grid):
     ax = new_ax(ax)
     ax.plot([0, 1], [0, 1], color="0.4", lw=1, ls="--", label="diagonal")
     parts = []
-    if getattr(fam, "provides_map", True):
+    if fam.provides_map:
         grid = np.linspace(s.min(), s.max(), n_grid)
         ax.plot(grid, fam.predict(grid), color="C1", lw=2, label=f"{name} (fit on test)")
     parts.append(f"CE est. {fam.ce_estimate(s, p=p):.4f}")
