@@ -155,3 +155,5 @@ def test_resolver():
     assert isinstance(clone(fam), CalibrationFamily)
     with pytest.raises(ValueError, match="unknown calibration-map family 'nope'"):
         families.resolve("nope")
+    with pytest.raises(ValueError, match=r"got the class BinningFamily \(pass BinningFamily\(\)"):
+        families.resolve(BinningFamily)

@@ -39,6 +39,9 @@ def resolve(evaluator, params: Mapping[str, Any] | None = None) -> tuple[str, Ca
             raise ValueError(f"unknown calibration-map family {evaluator!r}; "
                              f"registered: {', '.join(names())}")
         return evaluator, get(evaluator, **params)
+    if isinstance(evaluator, type):
+        raise ValueError(f"an evaluator must be an instance, got the class {evaluator.__name__} "
+                         f"(pass {evaluator.__name__}() or a registered name)")
     if isinstance(evaluator, CalibrationFamily):
         return type(evaluator).__name__, clone(evaluator).set_params(**params)
     missing = DuckFamily.missing(evaluator)
