@@ -131,7 +131,8 @@ class NoEstimate:
         return self
 
 
-@pytest.mark.parametrize("bad, lacks", [(NoEstimate(), "ce_estimate"), (object(), "fit, ce_estimate")])
+@pytest.mark.parametrize("bad, lacks", [(NoEstimate(), "ce_estimate"),
+                                        (object(), "fit, ce_estimate")])
 def test_objects_without_the_protocol_get_one_error_naming_what_they_lack(bad, lacks):
     s, y = _data(100)
     for call in (lambda: families.resolve(bad), lambda: ce_interval(bad, s, y),

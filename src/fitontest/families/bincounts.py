@@ -135,11 +135,14 @@ class Sorted:
         self._cum: dict[str, np.ndarray] = {}
         self._last: list = [None, None, None]
 
+    def _values(self, q: str) -> np.ndarray:
+        s, y = self._s, self._y
+        return {"y": y, "s": s, "ss": s * s, "sy": s * y}[q]
+
     def cum(self, q: str) -> np.ndarray:
         """Exclusive cumulative sums (k, n_fold + 1) of ``q`` over the sorted points."""
         if q not in self._cum:
-            s, y = self._s, self._y
-            a = {"y": y, "s": s, "ss": s * s, "sy": s * y}[q]
+            a = self._values(q)
             out = np.zeros((self.k, self.n + 1), dtype=a.dtype)
             np.cumsum(a, axis=1, out=out[:, 1:])
             self._cum[q] = out
@@ -163,7 +166,8 @@ class Sorted:
         return self.cum(q).ravel()[at + (self.n + 1) * rows[:, None]]
 
     def total(self, q: str) -> np.ndarray:
-        return self.cum(q)[:, -1]
+        """Sum of ``q`` over each row's points."""
+        return self._cum[q][:, -1] if q in self._cum else self._values(q).sum(axis=1)
 
 
 class Minus:
