@@ -258,3 +258,133 @@ def test_bad_parameters_are_named():
     with pytest.raises(ValueError, match="fewer points"):
         families.get("ece_es_cv").fit(s, y)
     BinningFamily(n_bins=15).fit(s, y)            # fixed B needs no folds
+
+
+# ------------------------------------------- the one implementation vs a naive loop
+def naive_edges(s, n_bins, scheme):
+    """Score edges from the docs/methods.md §2.1 wording, one group at a time."""
+    if scheme == "ew":
+        return [b / n_bins for b in range(n_bins + 1)]
+    groups = np.array_split(np.sort(s), n_bins)
+    return [0.0] + [g[0] if g.size else 1.0 for g in groups[1:]] + [1.0]
+
+
+def naive_bins(s, y, edges):
+    """(count, mean score, mean label) of every bin, one bin at a time; NaN when empty."""
+    out = []
+    for b in range(len(edges) - 1):
+        last = b == len(edges) - 2
+        m = (s >= edges[b]) & ((s <= edges[b + 1]) if last else (s < edges[b + 1]))
+        out.append((m.sum(), s[m].mean() if m.any() else np.nan,
+                    y[m].mean() if m.any() else np.nan))
+    return out
+
+
+def naive_map(stats, edges, t, map_):
+    """The fitted map at score t (identity in empty bins)."""
+    b = sum(t >= e for e in edges[1:-1])
+    n, sb, yb = stats[b]
+    if n == 0:
+        return t
+    return t + (yb - sb) if map_ == "slope1" else yb
+
+
+def naive_sweep(s, y, scheme, max_bins):
+    cap = s.size if max_bins is None else min(max_bins, s.size)
+    best = 1
+    for n_bins in range(2, cap + 1):
+        means = [yb for n, _, yb in naive_bins(s, y, naive_edges(s, n_bins, scheme)) if n]
+        if any(means[i + 1] < means[i] for i in range(len(means) - 1)):
+            break
+        best = n_bins
+    return best
+
+
+def naive_cv(s, y, scheme, max_bins, n_folds, seed, map_):
+    scores = np.zeros(max_bins)
+    for train, test in kfold_indices(s.size, n_folds, seed):
+        for n_bins in range(1, max_bins + 1):
+            e = naive_edges(s[train], n_bins, scheme)
+            st = naive_bins(s[train], y[train], e)
+            err = [(naive_map(st, e, t, map_) - yt) ** 2 for t, yt in zip(s[test], y[test])]
+            scores[n_bins - 1] += np.mean(err) / n_folds
+    return scores
+
+
+def naive_fit(fam, s, y):
+    """(B, per-bin stats, CV scores or None) of ``fam``'s parameters on (s, y)."""
+    cv = None
+    if fam.selection == "fixed":
+        n_bins = fam.n_bins
+    elif fam.selection == "sweep":
+        n_bins = naive_sweep(s, y, fam.scheme, fam.max_bins)
+    else:
+        cv = naive_cv(s, y, fam.scheme, fam.max_bins, fam.n_folds, fam.seed, fam.map)
+        n_bins = complexity_rule(np.arange(1, fam.max_bins + 1), cv, tol=fam.tol)
+    return n_bins, naive_bins(s, y, naive_edges(s, n_bins, fam.scheme)), cv
+
+
+def naive_used(stats, p):
+    n = np.array([st[0] for st in stats], dtype=float)
+    return metrics.debiased_ece(n, [st[1] for st in stats], [st[2] for st in stats], p=p)
+
+
+def _sample(kind, n, rng):
+    s = rng.random(n) if kind == "random" else rng.choice([0.0, 0.2, 0.35, 0.5, 0.8, 1.0], n)
+    return s, (rng.random(n) < s ** 1.5).astype(float)
+
+
+NAIVE_CASES = [("es", "fixed", {"n_bins": 7}), ("ew", "fixed", {"n_bins": 7}),
+               ("es", "sweep", {"max_bins": None}), ("ew", "sweep", {"max_bins": None}),
+               ("es", "cv", {"max_bins": 9, "n_folds": 4}),
+               ("ew", "cv", {"max_bins": 9, "n_folds": 4, "map": "flat"})]
+
+
+@pytest.mark.parametrize("kind", ["random", "tied"])
+@pytest.mark.parametrize("scheme, selection, kw", NAIVE_CASES)
+def test_single_fit_equals_naive_per_bin_loop(kind, scheme, selection, kw):
+    rng = np.random.default_rng([ord(c) for c in kind + scheme + selection])
+    s, y = _sample(kind, 90, rng)
+    fam = BinningFamily(scheme=scheme, selection=selection, seed=5, **kw).fit(s, y)
+    n_bins, stats, cv = naive_fit(fam, s, y)
+    assert fam.n_bins_ == n_bins
+    np.testing.assert_array_equal(fam.bin_counts_, [st[0] for st in stats])
+    np.testing.assert_allclose(fam.bin_mean_scores_, [st[1] for st in stats], rtol=1e-13)
+    np.testing.assert_allclose(fam.bin_mean_labels_, [st[2] for st in stats], rtol=1e-13)
+    if cv is not None:
+        np.testing.assert_allclose(fam.cv_scores_, cv, rtol=1e-12)
+    for p in (1, 2):
+        assert fam.ce_estimate_debiased(s, p=p) == pytest.approx(naive_used(stats, p), abs=1e-13)
+
+
+@pytest.mark.parametrize("kind", ["random", "tied"])
+@pytest.mark.parametrize("scheme, selection, kw", NAIVE_CASES)
+def test_replicates_equal_naive_per_bin_loop_on_each_resample(kind, scheme, selection, kw):
+    """The batched replicates (many rows of counts) against the naive fit of
+    every resample; the resamples are those of default_rng(seed).integers."""
+    from fitontest.families.base import resample_chunks
+
+    rng = np.random.default_rng([ord(c) for c in selection + kind + scheme])
+    s, y = _sample(kind, 70, rng)
+    fam = BinningFamily(scheme=scheme, selection=selection, seed=2, **kw)
+    idx = np.random.default_rng(9).integers(0, s.size, size=(4, s.size))
+    want = [naive_used(naive_fit(fam, s[ix], y[ix])[1], 1) for ix in idx]
+    one_by_one = fam.bootstrap_replicates(s, y, resample_chunks(s.size, 4, 9,
+                                                                max_bytes=s.size * 8))
+    together = fam.bootstrap_replicates(s, y, [idx])          # four rows in one pass
+    np.testing.assert_allclose(one_by_one, want, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(together, want, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("scheme", ["es", "ew"])
+def test_fewer_points_than_bins_with_scores_at_one_equal_naive_loop(scheme):
+    # missing ES edges are 1.0, so every 1.0 goes to the last bin
+    s = np.array([0.2, 1.0, 0.5, 1.0, 0.3])
+    y = np.array([0.0, 1.0, 1.0, 1.0, 0.0])
+    fam = BinningFamily(scheme=scheme, n_bins=7).fit(s, y)
+    _, stats, _ = naive_fit(fam, s, y)
+    np.testing.assert_array_equal(fam.bin_counts_, [st[0] for st in stats])
+    assert fam.bin_counts_[-1] == 2
+    idx = np.random.default_rng(3).integers(0, s.size, size=(6, s.size))
+    want = [naive_used(naive_fit(fam, s[ix], y[ix])[1], 2) for ix in idx]
+    np.testing.assert_allclose(fam.bootstrap_replicates(s, y, [idx], p=2), want, atol=1e-13)

@@ -222,12 +222,8 @@ def class_probabilities(probs_or_logits: Any, from_logits: bool = False) -> np.n
 
 
 def _family(evaluator):
-    if isinstance(evaluator, str):
-        return evaluator, families.get(evaluator)
-    if hasattr(evaluator, "fit") and hasattr(evaluator, "ce_estimate"):
-        return type(evaluator).__name__, evaluator
-    raise ValueError(f"evaluator must be a registered family name or a family instance, "
-                     f"got {evaluator!r}")
+    """(name, fresh family) of a registered name, a family or a duck-typed evaluator."""
+    return families.resolve(evaluator)
 
 
 def _check_p(p):
@@ -242,19 +238,15 @@ def _check_p(p):
 
 # -------------------------------------------------------------------- estimates
 def max_calibration_error(fam, name: str = "") -> float:
-    """Maximum calibration error of a fitted family: ``fam.max_calibration_error()``
-    when it defines one; for the binning families max_b |ybar_b - sbar_b| over the
-    non-empty bins."""
-    own = getattr(fam, "max_calibration_error", None)
-    if callable(own):
-        return float(own())
-    from .families.binning import BinningFamily
-
-    if isinstance(fam, BinningFamily):
-        return float(np.max(np.abs(fam.bin_shift_[fam.bin_counts_ > 0])))
-    raise ValueError(f"the maximum calibration error (p='max') is not defined for evaluator "
-                     f"{name or type(fam).__name__!r}: it is defined for the binning families "
-                     "(ece_*) and for families with a max_calibration_error() method")
+    """Maximum calibration error of a fitted family (its ``max_calibration_error``
+    capability; the binning families: max_b |ybar_b - sbar_b| over non-empty bins)."""
+    try:
+        return float(fam.max_calibration_error())
+    except families.MissingCapability as err:
+        raise families.MissingCapability(
+            f"the maximum calibration error (p='max') is not defined for evaluator "
+            f"{name or type(fam).__name__!r}: it is defined for the binning families (ece_*) "
+            "and for families with a max_calibration_error() method") from err
 
 
 def _finite_or_none(v) -> float | None:

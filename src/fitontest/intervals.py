@@ -61,8 +61,7 @@ import numpy as np
 from sklearn.base import clone
 
 from . import families
-from .families.base import estimates, used_estimates
-from .families.binning import BinningFamily
+from .families.base import estimates, resample_chunks, used_estimates
 from fitontest.core.validation import check_binary
 
 METHODS = ("basic", "percentile")
@@ -102,15 +101,7 @@ def _check_settings(level, n_boot, method, p) -> None:
 
 
 def _family(estimator_or_name, params: Mapping[str, Any] | None = None):
-    if isinstance(estimator_or_name, str):
-        if estimator_or_name not in families.FAMILIES:
-            raise ValueError(f"unknown calibration-map family {estimator_or_name!r}; "
-                             f"registered: {', '.join(families.names())}")
-        return families.get(estimator_or_name, **dict(params or {}))
-    if isinstance(estimator_or_name, families.CalibrationFamily):
-        return clone(estimator_or_name).set_params(**dict(params or {}))
-    raise ValueError("estimator_or_name must be a registered family name or a "
-                     f"CalibrationFamily instance, got {type(estimator_or_name).__name__}")
+    return families.resolve(estimator_or_name, params)[1]
 
 
 def bootstrap_indices(n: int, n_boot: int, seed) -> np.ndarray:
@@ -128,15 +119,13 @@ def refit_replicates(fam, s: np.ndarray, y: np.ndarray, idx: np.ndarray,
     return out
 
 
-def replicate_estimates(fam, s: np.ndarray, y: np.ndarray, idx: np.ndarray,
-                        p: int = 1) -> np.ndarray:
-    """Used L^p estimate on every resample: batched for binning families (our
-    variant; the authors' tie and fold handling, ``variant="paper"``, is refitted)."""
-    if type(fam) is BinningFamily and fam.variant == "ours":
-        from .binning_bootstrap import replicate_estimates as batched
-
-        return batched(fam, s, y, idx, p=p)
-    return refit_replicates(fam, s, y, idx, p=p)
+def replicate_estimates(fam, s: np.ndarray, y: np.ndarray, idx, p: int = 1) -> np.ndarray:
+    """Used L^p estimate on every resample: the family's
+    :meth:`~fitontest.families.base.CalibrationFamily.bootstrap_replicates`
+    (binning: from per-code counts, no refit). ``idx``: an (R, n) index
+    matrix, or an iterable of (k, n) chunks such as
+    :func:`fitontest.families.base.resample_chunks`."""
+    return fam.bootstrap_replicates(s, y, [idx] if isinstance(idx, np.ndarray) else idx, p=p)
 
 
 def interval_from(replicates: np.ndarray, estimate: float, target: float, level: float,
@@ -167,7 +156,7 @@ def bootstrap_interval(fitted, scores, labels, est: Mapping[str, float] | None =
     est = estimates(fitted, s) if est is None else est
     estimate = float(used_estimates(est)[p - 1])
     target = float(est["ce_est"] if p == 1 else est["ce_est_sq"])
-    reps = replicate_estimates(fitted, s, y, bootstrap_indices(s.size, int(n_boot), seed), p=p)
+    reps = replicate_estimates(fitted, s, y, resample_chunks(s.size, int(n_boot), seed), p=p)
     lo, hi = interval_from(reps, estimate, target, level, method)
     return CEInterval(estimate=estimate, lo=lo, hi=hi, level=float(level), n_boot=int(n_boot),
                       method=method, p=p, target=target)
@@ -191,7 +180,7 @@ def ce_interval(estimator_or_name, scores, labels, *, p: int = 1, level: float =
 
 def batched(name: str) -> bool:
     """Whether family ``name``'s replicates are computed in one pass (binning)."""
-    return families.entry(name) is BinningFamily
+    return bool(families.entry(name).batched_replicates)
 
 
 def interval_settings(name: str, config: Mapping[str, Any] | None) -> dict[str, Any] | None:

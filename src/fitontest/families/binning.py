@@ -69,21 +69,31 @@ Selection
   (slope-1 by default) is fitted on the training folds and scored by the mean
   held-out squared error (c(s) - y)^2; fold means are averaged; the smallest B
   within ``tol`` (0.1 %) of the minimum wins
-  (:func:`fitontest.selection.complexity_rule`); refit on all points. The CV is
-  vectorised over folds' points and all candidate B at once: scores are coded
-  by their rank among the unique scores, so the ES edges of every candidate sit
-  in one sorted integer array (one ``searchsorted`` + ``bincount`` per fold),
-  and the assignment is exactly the one the refit uses.
+  (:func:`fitontest.selection.complexity_rule`); refit on all points.
+
+Implementation
+--------------
+Fitting (our variant) is :mod:`fitontest.families.bincounts`: scores are coded
+by their rank among the distinct scores, every bin is a run of codes, and the
+fixed bins, the sweep and the CV (all candidate B at once) work on cumulative
+per-code sums. A plain fit is one row of counts; the bootstrap replicates
+(:meth:`BinningFamily.bootstrap_replicates`, docs/methods.md §11.2) are the
+same code on many rows. ``predict`` assigns new scores by the fitted score
+edges (:func:`assign_bins`), which put every fitting score in its code-run bin.
 """
 from __future__ import annotations
+
+from typing import Iterable
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from fitontest.core import calibration_error
-from ..selection import complexity_rule, kfold_indices
+from ..selection import complexity_rule
 from fitontest.core.validation import check_scores
 from . import CalibrationFamily, register
+from . import bincounts
+from .bincounts import es_starts
 
 SCHEMES = ("es", "ew")
 VARIANTS = ("ours", "paper")
@@ -92,20 +102,13 @@ MAPS = ("slope1", "flat")
 
 
 # --------------------------------------------------------------------------
-# bin helpers shared with scaling-binning and the truth estimators
+# score-edge helpers: predict, the paper variant, scaling-binning
 # --------------------------------------------------------------------------
-
-def es_group_starts(n: int, n_bins: int) -> np.ndarray:
-    """Start positions (in sorted order) of groups 2..B of ``array_split(n, B)``."""
-    b = np.arange(1, n_bins)
-    q, r = divmod(n, n_bins)
-    return b * q + np.minimum(b, r)
-
 
 def es_edges(sorted_scores: np.ndarray, n_bins: int) -> np.ndarray:
     """ES edges ``[0, e_1, ..., e_{B-1}, 1]`` of sorted scores (see module doc)."""
     n = sorted_scores.shape[0]
-    starts = es_group_starts(n, n_bins)
+    starts = es_starts(n, n_bins, np.arange(1, n_bins))
     interior = np.ones(n_bins - 1)
     ok = starts < n
     interior[ok] = sorted_scores[starts[ok]]
@@ -126,7 +129,7 @@ def assign_bins(scores: np.ndarray, edges: np.ndarray, scheme: str) -> np.ndarra
 
 def es_position_groups(n: int, n_bins: int) -> np.ndarray:
     """Group (0-based) of each *sorted position* under ``array_split(n, B)``."""
-    starts = es_group_starts(n, n_bins)
+    starts = es_starts(n, n_bins, np.arange(1, n_bins))
     return np.searchsorted(starts, np.arange(n), side="right").astype(np.int64)
 
 
@@ -164,9 +167,14 @@ class BinningFamily(CalibrationFamily):
     ``bin_mean_scores_`` and ``bin_mean_labels_`` (NaN in empty bins),
     ``bin_shift_`` (ybar - sbar, 0 in empty bins); for ``selection="cv"`` also
     ``candidates_`` and ``cv_scores_``.
+
+    Capabilities (:class:`~fitontest.families.base.CalibrationFamily` hooks):
+    the debiased estimate, the maximum calibration error and bootstrap
+    replicates without refitting (our variant; ``variant="paper"`` refits).
     """
 
     hyper_attr = "n_bins_"
+    batched_replicates = True
 
     def __init__(self, scheme: str = "es", n_bins: int | None = 15, selection: str = "fixed",
                  max_bins: int | None = 40, n_folds: int = 10, tol: float = 1e-3,
@@ -203,100 +211,68 @@ class BinningFamily(CalibrationFamily):
 
     def _fit(self, s, y):
         self._check_params()
+        if self.variant == "paper":
+            self._fit_paper(s, y)
+            return
+        codes = bincounts.Codes(s, y)
+        n_bins, edges, cnt, sum_s, sum_y, cv = bincounts.fit_rows(self, codes.pairs[None, :],
+                                                                 codes)
+        self.n_bins_ = int(n_bins[0])
+        self.edges_ = codes.value_edges(edges[0], self.scheme)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            self._set_bins(cnt[0], sum_s[0] / cnt[0], sum_y[0] / cnt[0])
+        if cv is not None:
+            self.candidates_ = np.arange(1, int(self.max_bins) + 1)
+            self.cv_scores_ = cv[0]
+
+    def _set_bins(self, counts, mean_s, mean_y):
+        self.bin_counts_, self.bin_mean_scores_, self.bin_mean_labels_ = counts, mean_s, mean_y
+        self.bin_shift_ = np.where(counts > 0, mean_y - mean_s, 0.0)
+
+    # the authors' variant (point-based: its ES groups split tied scores) --------
+    def _fit_paper(self, s, y):
         if self.selection == "fixed":
             n_bins = int(self.n_bins)
         elif self.selection == "sweep":
-            n_bins = self._sweep(s, y)
+            n_bins = self._sweep_paper(s, y)
         else:
-            n_bins = self._cv(s, y)
-        self._fit_bins(s, y, n_bins)
+            cands = np.arange(1, int(self.max_bins) + 1)
+            folds = paper_kfold_indices(s.shape[0], int(self.n_folds), int(self.seed))
+            scores = np.array([self._cv_fold_scores_paper(s, y, tr, te, cands)
+                               for tr, te in folds])
+            self.candidates_, self.cv_scores_ = cands, scores.mean(axis=0)
+            n_bins = int(complexity_rule(cands, self.cv_scores_, tol=float(self.tol)))
+        self._fit_bins_paper(s, y, n_bins)
 
-    def _edges_for(self, s_sorted, n_bins):
-        return es_edges(s_sorted, n_bins) if self.scheme == "es" else ew_edges(n_bins)
-
-    def _fit_bins(self, s, y, n_bins):
+    def _fit_bins_paper(self, s, y, n_bins):
         self.n_bins_ = int(n_bins)
         order = np.argsort(s, kind="stable")
-        self.edges_ = self._edges_for(s[order], self.n_bins_)
-        if self.scheme == "es" and self.variant == "paper":
+        if self.scheme == "es":
+            self.edges_ = es_edges(s[order], self.n_bins_)
             idx = es_position_groups(s.size, self.n_bins_)       # ties split by position
             s, y = s[order], y[order]
         else:
-            idx = assign_bins(s, self.edges_, self.scheme)
-        self.bin_counts_, self.bin_mean_scores_, self.bin_mean_labels_ = bin_stats(
-            idx, s, y, self.n_bins_)
-        nonempty = self.bin_counts_ > 0
-        self.bin_shift_ = np.where(nonempty, self.bin_mean_labels_ - self.bin_mean_scores_, 0.0)
+            self.edges_ = ew_edges(self.n_bins_)
+            idx = assign_bins(s, self.edges_, "ew")
+        self._set_bins(*bin_stats(idx, s, y, self.n_bins_))
 
-    # sweep -----------------------------------------------------------------
-    def _sweep(self, s, y) -> int:
+    def _sweep_paper(self, s, y) -> int:
+        """The sweep on the paper's bins: ES groups by sorted position (EW bins
+        are ours, so the EW sweep is the shared one)."""
+        if self.scheme == "ew":
+            codes = bincounts.Codes(s, y)
+            rows = bincounts.Dense.of_pairs(codes.pairs[None, :], codes)
+            return int(bincounts.sweep(rows, codes, "ew", self.max_bins)[0])
         n = s.shape[0]
         cap = n if self.max_bins is None else min(int(self.max_bins), n)
-        order = np.argsort(s, kind="stable")
-        s_sorted = s[order]
-        cum_y = np.concatenate(([0], np.cumsum(y[order].astype(np.int64))))
+        cum_y = np.concatenate(([0], np.cumsum(y[np.argsort(s, kind="stable")].astype(np.int64))))
         best = 1
         for n_bins in range(2, cap + 1):
-            if self.scheme == "es":
-                if self.variant == "paper":                      # position groups
-                    pos = np.concatenate(([0], es_group_starts(n, n_bins), [n]))
-                else:
-                    edges = es_edges(s_sorted, n_bins)
-                    pos = np.concatenate(([0], np.searchsorted(s_sorted, edges[1:-1], "left"),
-                                          [n]))
-                counts = np.diff(pos)
-                pos_y = np.diff(cum_y[pos])
-            else:
-                idx = assign_bins(s, ew_edges(n_bins), "ew")
-                counts = np.bincount(idx, minlength=n_bins)
-                pos_y = np.bincount(idx, weights=y, minlength=n_bins).round().astype(np.int64)
-            keep = counts > 0
-            k, m = pos_y[keep], counts[keep]
-            # ybar_b <= ybar_{b+1}  <=>  k_b * m_{b+1} <= k_{b+1} * m_b  (exact integers)
-            if np.any(k[:-1] * m[1:] > k[1:] * m[:-1]):
+            pos = np.concatenate(([0], es_starts(n, n_bins, np.arange(1, n_bins)), [n]))
+            if bincounts.decreasing(np.diff(pos)[None], np.diff(cum_y[pos])[None])[0]:
                 break
             best = n_bins
         return best
-
-    # cross-validation --------------------------------------------------------
-    def _cv(self, s, y) -> int:
-        cands = np.arange(1, int(self.max_bins) + 1)
-        split = paper_kfold_indices if self.variant == "paper" else kfold_indices
-        folds = split(s.shape[0], int(self.n_folds), int(self.seed))
-        scores = np.zeros((len(folds), cands.size))
-        fold_scores = (self._cv_fold_scores_paper if self.variant == "paper"
-                       else self._cv_fold_scores)
-        for f, (train, test) in enumerate(folds):
-            scores[f] = fold_scores(s, y, train, test, cands)
-        self.candidates_ = cands
-        self.cv_scores_ = scores.mean(axis=0)
-        return int(complexity_rule(cands, self.cv_scores_, tol=float(self.tol)))
-
-    def _cv_fold_scores(self, s, y, train, test, cands):
-        """Held-out MSE of the map for every candidate B at once (no loop over B)."""
-        n_c = cands.size
-        bin_offset = np.concatenate(([0], np.cumsum(cands)[:-1]))   # first global bin of B
-        total = int(cands.sum())
-        if self.scheme == "ew":
-            loc = np.minimum(np.floor(s[:, None] * cands[None, :]).astype(np.int64), cands - 1)
-            glob = loc + bin_offset                                    # (n, n_c)
-        else:
-            glob = self._es_global_bins(s, train, cands, bin_offset)   # (n, n_c)
-        g_tr = glob[train].ravel()
-        cnt = np.bincount(g_tr, minlength=total).astype(np.float64)
-        sum_s = np.bincount(g_tr, weights=np.repeat(s[train], n_c), minlength=total)
-        sum_y = np.bincount(g_tr, weights=np.repeat(y[train], n_c), minlength=total)
-        nonempty = cnt > 0
-        safe = np.where(nonempty, cnt, 1.0)
-        g_te = glob[test]                                              # (n_test, n_c)
-        s_te = s[test][:, None]
-        if self.map == "slope1":
-            shift = np.where(nonempty, (sum_y - sum_s) / safe, 0.0)
-            pred = s_te + shift[g_te]
-        else:
-            flat = sum_y / safe
-            pred = np.where(nonempty[g_te], flat[g_te], s_te)
-        return np.mean((pred - y[test][:, None]) ** 2, axis=0)
 
     def _cv_fold_scores_paper(self, s, y, train, test, cands):
         """Held-out MSE per candidate B with the paper's bins (one refit per B:
@@ -305,31 +281,9 @@ class BinningFamily(CalibrationFamily):
                              variant="paper")
         out = np.empty(cands.size)
         for j, n_bins in enumerate(cands):
-            fold._fit_bins(s[train], y[train], int(n_bins))
+            fold._fit_bins_paper(s[train], y[train], int(n_bins))
             out[j] = np.mean((fold._map(s[test]) - y[test]) ** 2)
         return out
-
-    @staticmethod
-    def _es_global_bins(s, train, cands, bin_offset):
-        """ES bins of every point for every candidate B, edges from the training fold."""
-        uniq, codes = np.unique(s, return_inverse=True)
-        code_one = int(np.searchsorted(uniq, 1.0, side="left"))   # code of the edge 1.0
-        width = uniq.size + 2
-        tc = np.sort(codes[train])
-        n_tr = tc.size
-        # interior edges of every candidate, concatenated: candidate j has B_j - 1
-        n_int = cands - 1
-        cand_of_edge = np.repeat(np.arange(cands.size), n_int)
-        b = np.arange(n_int.sum()) - np.repeat(np.cumsum(n_int) - n_int, n_int) + 1
-        B = cands[cand_of_edge]
-        q, r = n_tr // B, n_tr % B
-        starts = b * q + np.minimum(b, r)
-        edge_code = np.where(starts < n_tr, tc[np.minimum(starts, n_tr - 1)], code_one)
-        shifted = edge_code + cand_of_edge * width            # sorted: bands never overlap
-        edges_before = np.cumsum(n_int) - n_int
-        query = codes[:, None] + (np.arange(cands.size) * width)[None, :]
-        pos = np.searchsorted(shifted, query.ravel(), side="right").reshape(query.shape)
-        return pos - edges_before[None, :] + bin_offset[None, :]
 
     # ------------------------------------------------------------- predict
     def _map(self, s):
@@ -366,7 +320,7 @@ class BinningFamily(CalibrationFamily):
     def _predict(self, s):
         return self._map(s)
 
-    # ---------------------------------------------------------- estimates
+    # ---------------------------------------------------------- capabilities
     def ce_estimate_debiased(self, scores, p: int = 1) -> float:
         """Debiased binned CE (docs/methods.md §2) from the *fitting* bins.
 
@@ -384,7 +338,23 @@ class BinningFamily(CalibrationFamily):
         if s.size == 0:
             raise ValueError("scores is empty")
         terms = calibration_error.debiased_bin_terms(self.bin_counts_, self.bin_mean_scores_,
-                                           self.bin_mean_labels_, p=p)
+                                                     self.bin_mean_labels_, p=p)
         weights = np.bincount(assign_bins(s, self.edges_, self.scheme),
                               minlength=self.n_bins_) / s.size
         return float(np.dot(weights, terms))
+
+    def max_calibration_error(self) -> float:
+        """max_b |ybar_b - sbar_b| over the non-empty fitting bins."""
+        check_is_fitted(self, "n_fit_")
+        return float(np.max(np.abs(self.bin_shift_[self.bin_counts_ > 0])))
+
+    def bootstrap_replicates(self, scores, labels, resamples: Iterable[np.ndarray],
+                             p: int = 1) -> np.ndarray:
+        """Used estimate refitted on every resample, computed from per-code counts
+        without refitting (docs/methods.md §11.2); the paper variant, whose ES
+        groups split tied scores, is refitted (the base class's path)."""
+        self._check_params()
+        if self.variant == "paper":
+            return super().bootstrap_replicates(scores, labels, resamples, p=p)
+        s, y = self._check_sample(scores, labels)
+        return bincounts.replicate_estimates(self, s, y, resamples, p=p)

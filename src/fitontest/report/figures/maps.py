@@ -10,17 +10,15 @@ from .axes import new_ax
 
 def family_and_name(family_or_name):
     """A fresh, unfitted family from a name or an estimator (cloned)."""
+    from fitontest import families
+
     if isinstance(family_or_name, str):
-        from fitontest import families
-
-        return families.get(family_or_name), family_or_name
-    from sklearn.base import clone
-
+        return families.resolve(family_or_name)[1], family_or_name
     name = getattr(family_or_name, "name", None)
     if not isinstance(name, str):
         name = repr(family_or_name)             # sklearn repr: class + non-default params
         name = name if len(name) <= 40 else type(family_or_name).__name__
-    return clone(family_or_name), name
+    return families.resolve(family_or_name)[1], name
 
 
 def _eval_map(m, s: np.ndarray) -> np.ndarray:
@@ -56,13 +54,13 @@ def draw_fit_on_test(fam, name, s, true_map, ax, p, n_grid):
     ax = new_ax(ax)
     ax.plot([0, 1], [0, 1], color="0.4", lw=1, ls="--", label="diagonal")
     parts = []
-    if getattr(fam, "provides_map", True):
+    if fam.provides_map:
         grid = np.linspace(s.min(), s.max(), n_grid)
         ax.plot(grid, fam.predict(grid), color="C1", lw=2, label=f"{name} (fit on test)")
     parts.append(f"CE est. {fam.ce_estimate(s, p=p):.4f}")
-    debias = getattr(fam, "ce_estimate_debiased", None)
-    if callable(debias):
-        parts.append(f"debiased {float(debias(s, p=p)):.4f}")
+    debiased = fam.ce_estimate_debiased(s, p=p)         # NaN: the family has none
+    if np.isfinite(debiased):
+        parts.append(f"debiased {debiased:.4f}")
     if true_map is not None:
         order = np.argsort(s)
         c = _eval_map(true_map, s[order]) if callable(true_map) else \

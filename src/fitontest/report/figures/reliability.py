@@ -1,9 +1,9 @@
 """Reliability diagrams (Figure 4) and the diagonal-filling geometry.
 
-Binning (docs/methods.md §2) is done here by :func:`bin_assignment`, a small
-local helper with the binning family's specification (ES: edges at the first
-score of each ``numpy.array_split`` group, intervals [e_{b-1}, e_b), the last
-closed; EW: index min(floor(s·B), B − 1)).
+The bins are the binning family's (docs/methods.md §2): a fixed-B
+:class:`~fitontest.families.binning.BinningFamily` is fitted and its edges,
+bin statistics and bin of every point are drawn, so a diagram shows exactly
+the bins whose classic ECE ``ece_es15`` / ``ece_ew15`` report.
 """
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 from matplotlib.patches import Polygon
 
-from fitontest.core.validation import check_binary, check_scores
+from fitontest.core.validation import check_binary
+from fitontest.families.binning import SCHEMES, BinningFamily
 from .axes import new_ax
 
 STYLES = ("bars", "bars_centres", "histogram", "diagonal_filling")
@@ -21,30 +22,6 @@ _OVER = "#d62728"    # ȳ < s̄: over-confident (red)
 
 # ---------------------------------------------------------------------------
 # binning and the diagonal-filling geometry
-
-
-def bin_assignment(scores, n_bins: int = 15, scheme: str = "ew") -> tuple[np.ndarray, np.ndarray]:
-    """Bin index of every score and the bin edges (length n_bins + 1).
-
-    ``scheme``: "ew" (equal width) or "es" (equal size, docs/methods.md §2).
-    """
-    s = check_scores(scores)
-    if int(n_bins) < 1:
-        raise ValueError(f"n_bins must be >= 1, got {n_bins}")
-    B = int(n_bins)
-    if scheme == "ew":
-        edges = np.linspace(0.0, 1.0, B + 1)
-        idx = np.minimum(np.floor(s * B).astype(np.int64), B - 1)
-        return idx, edges
-    if scheme == "es":
-        s_sorted = np.sort(s)
-        sizes = np.array([len(a) for a in np.array_split(np.arange(s.size), B)])
-        starts = np.cumsum(sizes)[:-1]
-        inner = np.where(starts < s.size, s_sorted[np.minimum(starts, s.size - 1)], 1.0)
-        edges = np.concatenate([[0.0], inner, [1.0]])
-        idx = np.searchsorted(inner, s, side="right")
-        return idx.astype(np.int64), edges
-    raise ValueError(f"scheme must be 'ew' or 'es', got {scheme!r}")
 
 
 @dataclass
@@ -82,19 +59,16 @@ class FillingGeometry:
 
 def diagonal_filling_geometry(scores, labels, n_bins: int = 15, scheme: str = "ew") -> FillingGeometry:
     """Pure geometry of the diagonal filling (no plotting); see :class:`FillingGeometry`."""
-    s, y = check_binary(scores, labels, need_both_classes=False, min_points=1)
-    idx, edges = bin_assignment(s, n_bins, scheme)
-    B = edges.size - 1
-    counts = np.bincount(idx, minlength=B).astype(np.float64)
-    sum_s = np.bincount(idx, weights=s, minlength=B)
-    sum_y = np.bincount(idx, weights=y, minlength=B)
+    if scheme not in SCHEMES:
+        raise ValueError(f"scheme must be 'ew' or 'es', got {scheme!r}")
+    if int(n_bins) < 1:
+        raise ValueError(f"n_bins must be >= 1, got {n_bins}")
+    s, y = check_binary(scores, labels, need_both_classes=False,
+                        min_points=BinningFamily.min_points)
+    fam = BinningFamily(scheme=scheme, n_bins=int(n_bins), selection="fixed").fit(s, y)
+    edges, counts, gap, B = fam.edges_, fam.bin_counts_, fam.bin_shift_, fam.n_bins_
+    mean_s, mean_y, idx = fam.bin_mean_scores_, fam.bin_mean_labels_, fam.bin_index(s)
     nz = counts > 0
-    mean_s = np.full(B, np.nan)
-    mean_y = np.full(B, np.nan)
-    mean_s[nz] = sum_s[nz] / counts[nz]
-    mean_y[nz] = sum_y[nz] / counts[nz]
-    gap = np.zeros(B)
-    gap[nz] = mean_y[nz] - mean_s[nz]
     lo, hi = edges[:-1].copy(), edges[1:].copy()
     polys = []
     for b in range(B):
