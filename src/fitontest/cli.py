@@ -160,7 +160,7 @@ def family_rows() -> list[tuple[str, str, str]]:
     rows = []
     for name in families.names():
         cls = families.entry(name)
-        kind = "binary, map" if getattr(cls, "provides_map", True) else "binary, estimate-only"
+        kind = "binary, map" if cls.provides_map else "binary, estimate-only"
         rows.append((name, kind, _summary(cls) + _params(families.FAMILIES.defaults(name))))
     for name in multiclass.names():
         rows.append((name, "multi-class calibrator",

@@ -79,7 +79,7 @@ def _map_evaluators(scores_df, evaluators, limit: int):
     for name in order(scores_df, "evaluator"):
         if name in families.names():
             try:
-                if getattr(families.entry(name), "provides_map", True):
+                if families.entry(name).provides_map:
                     out.append(name)
             except KeyError:  # pragma: no cover
                 pass
@@ -110,7 +110,7 @@ def _comparison(evs, s, y, c, out_dir: Path, stem: str, log) -> list[Path]:
     for a in axes.ravel()[len(evs):]:
         a.set_visible(False)
     paths += save(fig, out_dir / f"{stem}fit_on_test")
-    maps = {k: v for k, v in fitted.items() if getattr(v, "provides_map", True)}
+    maps = {k: v for k, v in fitted.items() if v.provides_map}
     if maps:
         fig, ax = plt.subplots(figsize=(5, 5), constrained_layout=True)
         logit_logit_plot(maps, s, true_map=c, ax=ax)
