@@ -41,8 +41,9 @@ Fitted: ``coefs_`` ([W1, W2]), ``intercepts_`` ([b1, b2]), ``feature_mean_``,
 from __future__ import annotations
 
 import numpy as np
-import torch
 
+# torch is imported where it is used: listing the registry's names (the
+# workflow's config check, at every parse) must not import it.
 from fitontest.core.runtime import torch_threads
 from . import register
 from .base import MultiClassCalibrator, minimize_lbfgs, warn_not_converged
@@ -54,6 +55,8 @@ _SOFTPLUS_ONE = float(np.log(np.e - 1.0))  # softplus(_SOFTPLUS_ONE) == 1
 def _sorted(z: torch.Tensor):
     """Decreasing sort. Stability is not needed: tied logits get a zero gap,
     hence identical outputs, whichever order the sort leaves them in."""
+    import torch
+
     s, idx = torch.sort(z, dim=1, descending=True)
     return s, idx
 
@@ -81,6 +84,8 @@ class IntraOrderPreserving(MultiClassCalibrator):
     @staticmethod
     def _forward(u, s, w1, b1, w2, b2):
         """Calibrated logits in sorted order (top one at 0)."""
+        import torch
+
         m = torch.addmm(b2, torch.tanh(torch.addmm(b1, u, w1.T)), w2.T)
         inc = torch.nn.functional.softplus(m) * (s[:, :-1] - s[:, 1:])
         return torch.cat([torch.zeros_like(s[:, :1]), -torch.cumsum(inc, dim=1)], dim=1)
@@ -97,6 +102,8 @@ class IntraOrderPreserving(MultiClassCalibrator):
     def _fit(self, z, y):
         n, k = z.shape
         self._check_params(k)
+        import torch
+
         zt = torch.from_numpy(z)
         s, idx = _sorted(zt)
         # position of the true class in the sorted order
@@ -145,6 +152,8 @@ class IntraOrderPreserving(MultiClassCalibrator):
 
     # ------------------------------------------------------------------ predict
     def _transform(self, z):
+        import torch
+
         with torch_threads(1), torch.no_grad():
             zt = torch.from_numpy(z)
             s, idx = _sorted(zt)
