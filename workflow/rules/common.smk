@@ -103,3 +103,11 @@ def final_outputs(wildcards=None):
     if SYNTHETIC["enabled"]:
         out.append(f"results/{exp}/synthetic_scores.parquet")
     return out
+
+
+def export_threads(wildcards):
+    """Every core for a split of 100,000 images or more (the 1M hold-out is
+    the paper-size critical path; the export runs its blocks in that many
+    processes); one for a small split, whose neighbours fill the cores."""
+    n = config["split"]["n_val" if wildcards.split == "val" else "n_holdout"]
+    return workflow.cores if n >= 100_000 else 1
