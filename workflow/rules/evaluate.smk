@@ -43,6 +43,8 @@ rule score_external:
         res("scores/{arch}/{task}/{calibrator}/{evaluator}.parquet"),
     log:
         logpath("evaluate/{arch}/{task}/{calibrator}/{evaluator}.log"),
+    benchmark:
+        res("benchmarks/score_external/{arch}/{task}/{calibrator}/{evaluator}.tsv")
     wildcard_constraints:
         evaluator=alternatives(EXTERNAL_EVALUATORS),
         calibrator=alternatives(EVAL_CALIBRATORS),
@@ -59,6 +61,8 @@ rule collect_scores:
         res("scores.parquet"),
     log:
         logpath("collect_scores.log"),
+    benchmark:
+        res("benchmarks/collect_scores.tsv")
     conda:
         CONDA_ENV
     script:
@@ -75,6 +79,8 @@ rule calibrator_metrics:
         res("calibrators.parquet"),
     log:
         logpath("calibrator_metrics.log"),
+    benchmark:
+        res("benchmarks/calibrator_metrics.tsv")
     params:
         multiclass=MULTICLASS_CALIBRATORS,
     conda:
