@@ -22,6 +22,7 @@ rule evaluate:
         family_params=lambda w: config["family_params"].get(w.evaluator, {}),
         seed=config["seed"],
         interval=config["evaluation"]["interval"],
+    threads: fit_threads
     resources:
         mem_mb=8000,
     conda:
