@@ -22,7 +22,9 @@ import torch.nn.functional as F
 
 from fitontest import models
 from fitontest.vision.recipes import get_recipe
-from fitontest.vision.train import _normalise, augment_batch, predict_logits, resolve_device
+from fitontest.core.runtime import resolve_device
+from fitontest.vision.export import predict_logits
+from fitontest.vision.images import augment_batch, normalise as _normalise
 
 CPU_DEFAULT = ["cnn_tiny", "resnet8", "resnet20", "densenet10", "densenet_small",
                "wrn10_2", "wrn16_2", "resnet110"]

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from fitontest.vision import train
-from fitontest.vision.train import (augment_batch, export_logits, get_recipe, load_model, lr_at,
-                             resolve_device, train_model)
+from fitontest.vision.export import block_plan, export_logits, load_model
+from fitontest.vision.train import augment_batch, get_recipe, lr_at, resolve_device, train_model
 
 RECIPE = {"epochs": 2, "batch_size": 32, "lr": 0.05, "schedule": "cosine",
           "weight_decay": 5e-4, "pad_mode": "zeros"}
@@ -253,6 +253,40 @@ def test_export_chunked_equals_one_shot(trained, data, tmp_path):
     np.testing.assert_allclose(full["logits"][idx], a["logits"], rtol=1e-5, atol=1e-5)
 
 
+def test_export_in_parallel_blocks_equals_one_process_byte_for_byte(trained, data, tmp_path):
+    from fitontest.data.procedural import ProceduralSource
+
+    X, y = data
+    idx = np.random.default_rng(1).permutation(len(X))[:170]
+    quiet = dict(device="cpu", batch_size=16, chunk_size=23, log=lambda s: None, progress=False,
+                 num_threads=1)
+    for name, images in [("arrays", (X, y)), ("source", FakeSource(X, y))]:
+        one = export_logits(trained[0], images, idx, tmp_path / f"{name}1.npz", **quiet)
+        two = export_logits(trained[0], images, idx, tmp_path / f"{name}2.npz", n_jobs=2,
+                            **{**quiet, "num_threads": 2})
+        assert one.read_bytes() == two.read_bytes(), name
+    # a generated source: the workers generate their own blocks
+    src = ProceduralSource(400)
+    pidx = np.random.default_rng(2).choice(400, 90, replace=False)
+    one = export_logits(trained[0], src, pidx, tmp_path / "p1.npz", **quiet)
+    three = export_logits(trained[0], src, pidx, tmp_path / "p3.npz", n_jobs=3, **quiet)
+    assert one.read_bytes() == three.read_bytes()
+    a = np.load(one)
+    np.testing.assert_array_equal(a["labels"], src.load(pidx)[1])
+    np.testing.assert_array_equal(a["indices"], pidx)
+
+
+def test_block_plan_covers_every_position_once_in_image_order():
+    idx = np.array([7, 3, 9, 3, 0, 5, 1])
+    blocks = block_plan(idx, 3)
+    assert [len(b) for b in blocks] == [3, 3, 1]
+    flat = np.concatenate(blocks)
+    assert sorted(flat) == list(range(7))
+    assert list(idx[flat]) == sorted(idx)
+    with pytest.raises(ValueError, match="chunk_size"):
+        block_plan(idx, 0)
+
+
 def test_export_errors(trained, data, tmp_path):
     X, y = data
     with pytest.raises(ValueError, match="indices"):
@@ -261,6 +295,8 @@ def test_export_errors(trained, data, tmp_path):
         export_logits(trained[0], (X, y), None, tmp_path / "x.npy", device="cpu")
     with pytest.raises(TypeError):
         export_logits(trained[0], X, None, tmp_path / "x.npz", device="cpu")
+    with pytest.raises(ValueError, match="n_jobs"):
+        export_logits(trained[0], (X, y), None, tmp_path / "x.npz", device="cpu", n_jobs=0)
     not_a_model = tmp_path / "bad.pt"
     torch.save({"format": "other"}, not_a_model)
     with pytest.raises(ValueError, match="not a fitontest model"):

@@ -174,12 +174,15 @@ def test_tiny_run_report_holds_tables_figures_and_findings(tiny_run):
     assert b"# " in embedded["findings.md"][1]
 
 
-HEAVY_RULES = ["split", "train", "export_logits", "calibrate_multiclass", "calibrate_binary",
-               "truth", "evaluate", "synthetic_evaluate"]
+# every rule of the run: `fitontest jobs` accounts for the whole of it
+RULES = ["split", "train", "export_logits", "calibrate_multiclass", "calibrate_binary",
+         "truth", "evaluate", "synthetic_evaluate", "ece_ew10_external", "score_external",
+         "collect_scores", "calibrator_metrics", "synthetic_collect", "tables", "figures",
+         "findings"]
 
 
-def test_tiny_run_benchmarks_every_heavy_job(tiny_run):
-    """Each heavy job leaves a Snakemake benchmark; the summary reads them all."""
+def test_tiny_run_benchmarks_every_job(tiny_run):
+    """Each job leaves a Snakemake benchmark; the summary reads them all."""
     from fitontest.study.jobstats import read_benchmarks, summarise
 
     cfg = tiny_config()
@@ -197,10 +200,17 @@ def test_tiny_run_benchmarks_every_heavy_job(tiny_run):
              for e in cfg["evaluation"]["evaluators"]}
     want |= {bench / f"synthetic_evaluate/{s}/{e}.tsv" for s in cfg["synthetic"]["shapes"]
              for e in cfg["synthetic"]["evaluators"]}
+    external = [(a, t, c) for a in archs for t in cfg["tasks"]
+                for c in cfg["evaluation"]["calibrators"]]
+    want |= {bench / f"ece_ew10_external/{a}/{t}/{c}.tsv" for a, t, c in external}
+    want |= {bench / f"score_external/{a}/{t}/{c}/ece_ew10_external.tsv" for a, t, c in external}
+    want |= {bench / f"{rule}.tsv" for rule in ("collect_scores", "calibrator_metrics",
+                                                "synthetic_collect", "tables", "figures",
+                                                "findings")}
     missing = sorted(str(p.relative_to(bench)) for p in want if not p.is_file())
     assert not missing, missing
     table = summarise(tiny_run)
-    assert set(table.index) == set(HEAVY_RULES)
+    assert set(table.index) == set(RULES)
     assert table.loc["evaluate", "jobs"] == len(archs) * len(cfg["evaluation"]["evaluators"])
     rows = read_benchmarks(tiny_run)
     assert table.jobs.sum() == len(want) == len(rows)

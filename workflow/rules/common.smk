@@ -3,6 +3,8 @@ import os
 import re
 from pathlib import Path
 
+from snakemake.exceptions import WorkflowError
+
 from fitontest.study.config import calibrator_names, check_config
 from fitontest.core.registry import use_plugins
 
@@ -14,8 +16,9 @@ os.environ.setdefault("PYTHONHASHSEED", "0")
 # The user's evaluator modules (config `plugins`): imported here, and exported
 # to every job through FITONTEST_PLUGINS (README, "Adding an evaluator").
 use_plugins(config["plugins"])
-# Fail before any job starts if a name, size or data file cannot work.
-check_config(config)
+# Fail before any job starts if a name, size or data file cannot work. The
+# network names need torch (2 s of imports per parse): the train job checks its own.
+check_config(config, models=False)
 
 ARCHS = list(config["archs"])
 TASKS = list(config["tasks"])
@@ -102,3 +105,30 @@ def final_outputs(wildcards=None):
     if SYNTHETIC["enabled"]:
         out.append(f"results/{exp}/synthetic_scores.parquet")
     return out
+
+
+def all_cores():
+    """--cores (capped again by Snakemake and cluster.smk); 1 where a cluster
+    run gives none (its profile sets the threads of these rules)."""
+    try:
+        return workflow.cores
+    except WorkflowError:
+        return 1
+
+
+def export_threads(wildcards):
+    """Every core for a split of 100,000 images or more (the 1M hold-out is
+    the paper-size critical path; the export runs its blocks in that many
+    processes); one for a small split, whose neighbours fill the cores."""
+    n = config["split"]["n_val" if wildcards.split == "val" else "n_holdout"]
+    return all_cores() if n >= 100_000 else 1
+
+
+def fit_threads(wildcards):
+    """Every core for an evaluator whose fit spreads over threads (a family
+    with ``n_threads``: PL / PL3, the longest jobs, the same result on any
+    number of threads), so that the last of them does not end the run on one
+    core while the others idle; one for the rest."""
+    from fitontest import families
+
+    return all_cores() if "n_threads" in families.get(wildcards.evaluator).get_params() else 1

@@ -22,6 +22,7 @@ rule evaluate:
         family_params=lambda w: config["family_params"].get(w.evaluator, {}),
         seed=config["seed"],
         interval=config["evaluation"]["interval"],
+    threads: fit_threads
     resources:
         mem_mb=8000,
     conda:
@@ -43,6 +44,8 @@ rule score_external:
         res("scores/{arch}/{task}/{calibrator}/{evaluator}.parquet"),
     log:
         logpath("evaluate/{arch}/{task}/{calibrator}/{evaluator}.log"),
+    benchmark:
+        res("benchmarks/score_external/{arch}/{task}/{calibrator}/{evaluator}.tsv")
     wildcard_constraints:
         evaluator=alternatives(EXTERNAL_EVALUATORS),
         calibrator=alternatives(EVAL_CALIBRATORS),
@@ -59,6 +62,8 @@ rule collect_scores:
         res("scores.parquet"),
     log:
         logpath("collect_scores.log"),
+    benchmark:
+        res("benchmarks/collect_scores.tsv")
     conda:
         CONDA_ENV
     script:
@@ -75,6 +80,8 @@ rule calibrator_metrics:
         res("calibrators.parquet"),
     log:
         logpath("calibrator_metrics.log"),
+    benchmark:
+        res("benchmarks/calibrator_metrics.tsv")
     params:
         multiclass=MULTICLASS_CALIBRATORS,
     conda:

@@ -11,6 +11,8 @@ rule findings:
         csv=res("findings.csv"),
     log:
         logpath("report/findings.log"),
+    benchmark:
+        res("benchmarks/findings.tsv")
     params:
         exp=config["exp"],
         truth=config["truth"][0],

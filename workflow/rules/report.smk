@@ -16,6 +16,8 @@ rule tables:
                caption="../report/tables.rst"),
     log:
         logpath("report/tables.log"),
+    benchmark:
+        res("benchmarks/tables.tsv")
     params:
         ranked=EVAL["ranked_calibrators"],
         main_truth=config["truth"][0],
@@ -37,6 +39,8 @@ rule figures:
         report(directory(res("figures")), patterns=["{name}.png"], category="Figures"),
     log:
         logpath("report/figures.log"),
+    benchmark:
+        res("benchmarks/figures.tsv")
     params:
         which=config["report"]["figures"],
         truth=config["truth"][0],

@@ -32,6 +32,8 @@ rule synthetic_collect:
         res("synthetic_scores.parquet"),
     log:
         logpath("synthetic/collect.log"),
+    benchmark:
+        res("benchmarks/synthetic_collect.tsv")
     conda:
         CONDA_ENV
     script:

@@ -42,7 +42,7 @@ rule export_logits:
     params:
         data=data_params(),
         training=config["training"],
-    threads: 1
+    threads: export_threads
     resources:
         gpu=0,
         mem_mb=8000,

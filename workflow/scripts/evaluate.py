@@ -9,6 +9,8 @@ limit_threads(snakemake.threads)
 w = snakemake.wildcards
 params = family_params(w.evaluator, {w.evaluator: snakemake.params.family_params},
                        snakemake.params.seed)
+if snakemake.threads > 1:     # a family that spreads one fit over threads (fit_threads)
+    params.setdefault("n_threads", snakemake.threads)
 subsets = load_subsets(snakemake.input.subsets)
 for (task, cal), cal_path, truth_path, out in zip(snakemake.params.pairs,
                                                   snakemake.input.calibrated,

@@ -1,7 +1,7 @@
 """Rule export_logits: logits of one trained network on one split, in chunks."""
 import numpy as np
 
-from fitontest.vision import train
+from fitontest.vision.export import export_logits
 from fitontest.data import sources, split
 from fitontest.core.io import atomic_path, load_npz, script_logger
 from fitontest.core.runtime import limit_threads
@@ -12,9 +12,11 @@ training = snakemake.params.training
 source = sources.open_source(snakemake.params.data)
 idx = split.read_split(snakemake.input.split)[snakemake.wildcards.split]
 with atomic_path(snakemake.output[0], suffix=".npz") as tmp:
-    train.export_logits(snakemake.input.model, source, idx, tmp, device=training["device"],
-                        batch_size=training["export_batch_size"], log=log.info,
-                        progress=training["progress"], num_threads=snakemake.threads)
+    # the job's threads as worker processes, each generating and running its blocks
+    export_logits(snakemake.input.model, source, idx, tmp, device=training["device"],
+                  batch_size=training["export_batch_size"], log=log.info,
+                  progress=training["progress"], num_threads=snakemake.threads,
+                  n_jobs=snakemake.threads)
     if source.has_posterior:
         # the known class posterior lets the truth stage estimate c(s) from it
         out = load_npz(tmp)

@@ -5,10 +5,12 @@ from fitontest.vision import train
 from fitontest.data import sources, split
 from fitontest.core.io import script_logger
 from fitontest.core.runtime import limit_threads
+from fitontest.study.config import check_models
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)
 arch, training = snakemake.params.arch, snakemake.params.training
+check_models(snakemake.config, [snakemake.wildcards.arch])   # not at parse time: needs torch
 source = sources.open_source(snakemake.params.data)
 idx = split.read_split(snakemake.input.split)["train"]
 X, y = source.load(idx)

@@ -14,6 +14,8 @@ rule ece_ew10_external:
         temp("results/{exp}/external/{arch}/{task}/{calibrator}/ece_ew10_external.npz"),
     log:
         "logs/{exp}/external/{arch}/{task}/{calibrator}/ece_ew10_external.log",
+    benchmark:
+        "results/{exp}/benchmarks/ece_ew10_external/{arch}/{task}/{calibrator}.tsv"
     conda:
         "../../../envs/fitontest.yaml"
     script:

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from fitontest.core.runtime import torch_threads
-from .algorithm import CE, CLIP, PROB, backward_adam_rows, geometry_rows
+from .algorithm import CE, CLIP, PROB, backward_adam_rows, batch_orders, geometry_rows
 
 
 class TorchEpochs:
@@ -45,16 +45,22 @@ class TorchEpochs:
         self.data = torch.as_tensor(problem.data, dtype=torch.float64, device=device)
         self.real = torch.as_tensor(problem.real, dtype=torch.float64, device=device)
         self._group = None
+        self._order = None
 
     @contextlib.contextmanager
     def threads(self):
         with torch_threads(self.n_threads), torch.no_grad():
             yield
 
-    def epoch(self, rows, order_np, active, step0: int) -> np.ndarray:
-        """One epoch of every working row (in place); their epoch losses."""
+    def epoch(self, rows, keys, epoch: int, label, active, step0: int) -> np.ndarray:
+        """Epoch ``epoch`` of every working row (in place; the batches of
+        :func:`.algorithm.batch_orders`); their epoch losses."""
         prob, bounds = self.problem, self.bounds
         n_batches = bounds.shape[0] - 1
+        if self._order is None:
+            self._order = np.zeros((prob.G, prob.nmax), dtype=np.int64)
+        order_np = self._order
+        batch_orders(keys, epoch, active, label, bounds, prob.members, order_np)
         if self._group is None or self._group.shape[0] != rows.group.shape[0]:
             self._group = torch.as_tensor(rows.group, device=self.device)
         order = torch.as_tensor(order_np, device=self.device)

@@ -184,12 +184,10 @@ class BatchedTrainer:
             epochs = TorchEpochs(data, bounds, space, loss, float(self.lr), dev, self.n_threads)
 
         rows = alg.TrainingRows(P, k_of, group_of, self.patience, self.max_epochs, trace)
-        order = np.zeros((G, data.nmax), dtype=np.int64)
         with epochs.threads(), np.errstate(divide="ignore", over="ignore"):
             for epoch in range(self.max_epochs):
                 active = np.unique(rows.group)        # finished groups need no batches
-                alg.batch_orders(keys, epoch, active, label, bounds, data.members, order)
-                ep_loss = epochs.epoch(rows, order, active, epoch * n_batches)
+                ep_loss = epochs.epoch(rows, keys, epoch, label, active, epoch * n_batches)
                 if rows.end_epoch(epoch, ep_loss):
                     break
         self.history_ = rows.history
