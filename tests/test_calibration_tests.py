@@ -170,6 +170,10 @@ def test_result_fields_and_seeding():
     t = metrics.calibration_test(s, y, "tcal", n_resamples=30)
     assert t.n_bins in set(ct.tcal_grid(300)) and t.p == 2
     assert metrics.calibration_test is ct.calibration_test
+    fitted = families.get("ece_ew15").fit(s, y)            # an instance: cloned, named
+    r = metrics.calibration_test(s, y, "consistency", evaluator=fitted, n_resamples=30, seed=3)
+    assert r.evaluator == "ece_ew15" and r.pvalue == metrics.calibration_test(
+        s, y, "consistency", evaluator="ece_ew15", n_resamples=30, seed=3).pvalue
 
 
 def test_degenerate_scores():

@@ -197,6 +197,16 @@ def _binned_used(fam, s, y_block, p):
     return terms @ (counts / counts.sum())
 
 
+def _registered_name(fam) -> str:
+    """The registered name whose class and defaults ``fam`` has, else its class name."""
+    mine = fam.get_params()
+    for name in families.names():
+        if families.entry(name) is type(fam) and all(
+                mine.get(k) == v for k, v in families.FAMILIES.defaults(name).items()):
+            return name
+    return type(fam).__name__
+
+
 def _evaluator(evaluator, params):
     if evaluator is None:
         evaluator = "ece_es15"
@@ -206,7 +216,8 @@ def _evaluator(evaluator, params):
                              f"{', '.join(families.names())}")
         return evaluator, families.get(evaluator, **dict(params or {}))
     if isinstance(evaluator, families.CalibrationFamily):
-        return type(evaluator).__name__, clone(evaluator).set_params(**dict(params or {}))
+        fam = clone(evaluator).set_params(**dict(params or {}))
+        return _registered_name(fam), fam
     raise ValueError("evaluator must be a registered family name or a CalibrationFamily "
                      f"instance, got {type(evaluator).__name__}")
 
