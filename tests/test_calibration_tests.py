@@ -176,6 +176,15 @@ def test_result_fields_and_seeding():
         s, y, "consistency", evaluator="ece_ew15", n_resamples=30, seed=3).pvalue
 
 
+def test_redraws_do_not_replay_the_stream_that_drew_the_data():
+    # data drawn with default_rng(0) and a test with seed=0: were the redraws
+    # default_rng(0) too, the first one would reuse the data's uniforms
+    assert not np.allclose(ct._redraw_rng(0).random(5), np.random.default_rng(0).random(5))
+    s = np.random.default_rng(0).random(300) ** 2
+    first = next(ct._redraws(s, 3, ct._redraw_rng(0)))
+    assert np.all(first.sum(axis=1) > 50)
+
+
 def test_degenerate_scores():
     s = np.array([0.0, 1.0, 1.0, 0.0])
     assert metrics.calibration_test(s, s, "kuiper").pvalue == 1.0

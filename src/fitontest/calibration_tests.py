@@ -170,6 +170,12 @@ def _redraws(s: np.ndarray, n_resamples: int, rng):
         done += b
 
 
+def _redraw_rng(seed) -> np.random.Generator:
+    """The redraws' generator: a child of ``SeedSequence(seed)``, so that it never
+    replays the stream of ``default_rng(seed)`` that may have drawn the data."""
+    return np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+
+
 def _mc_pvalue(stat: float, null: np.ndarray) -> float:
     return float((1 + np.count_nonzero(null >= stat)) / (1 + null.size))
 
@@ -234,7 +240,7 @@ def _used_on_rows(fam, s: np.ndarray, y_block: np.ndarray, p: int) -> np.ndarray
 def consistency_null(fam, s: np.ndarray, n_resamples: int, seed=0, p: int = 1) -> np.ndarray:
     """The used L^p estimate of (unfitted) ``fam`` on ``n_resamples`` label redraws
     y* ~ Bernoulli(s), scores fixed: the statistic's null distribution given s."""
-    rng = np.random.default_rng(seed)
+    rng = _redraw_rng(seed)
     return np.concatenate([_used_on_rows(fam, s, block, p)
                            for block in _redraws(s, n_resamples, rng)])
 
@@ -306,7 +312,7 @@ def _tcal(s, y, n_resamples, seed, combine):
     grid = tcal_grid(s.size)
     bounds = _tcal_bounds(ss, grid)
     obs = _tcal_stats(y[order] - ss, bounds, s.size)[0]
-    rng = np.random.default_rng(seed)
+    rng = _redraw_rng(seed)
     null = np.concatenate([_tcal_stats(block - ss, bounds, s.size)
                            for block in _redraws(ss, n_resamples, rng)])
     if combine == "bonferroni":
@@ -356,9 +362,9 @@ def calibration_test(scores, labels, method: str = "kuiper", *, evaluator=None,
     parameters; ``p`` the CE exponent of its used estimate) or ``"tcal"``
     (``combine``: ``"max"`` or ``"bonferroni"``). ``n_resamples``: label
     redraws of the Monte Carlo tests; ``seed``: an int or a sequence of ints
-    (``numpy.random.default_rng``). ``alternative`` (``"ks"`` only):
-    ``"greater"`` tests for labels above the scores (under-prediction),
-    ``"less"`` below. See the module docstring.
+    (the redraws use a child of ``numpy.random.SeedSequence(seed)``).
+    ``alternative`` (``"ks"`` only): ``"greater"`` tests for labels above the
+    scores (under-prediction), ``"less"`` below. See the module docstring.
     """
     _check(method, alternative, n_resamples, p, combine)
     s = check_scores(scores)
