@@ -14,7 +14,8 @@ from fitontest.core.calibration_error import (ceac, ce_estimate, cmee, debiased_
                                               debiased_ece, folded_normal_mean, kce,
                                               median_heuristic, spearman, true_ce)
 from fitontest.intervals import CEInterval, ce_interval
+from fitontest.calibration_tests import CalibrationTestResult, calibration_test
 
 __all__ = ["true_ce", "ce_estimate", "cmee", "ceac", "spearman", "folded_normal_mean",
            "debiased_bin_terms", "debiased_ece", "median_heuristic", "kce",
-           "ce_interval", "CEInterval"]
+           "ce_interval", "CEInterval", "calibration_test", "CalibrationTestResult"]
