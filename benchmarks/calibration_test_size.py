@@ -17,7 +17,7 @@ Cost: CPU seconds of one test at n = 1k / 10k / 100k.
         [--bonferroni]
 
 The Monte Carlo tests (consistency, tcal) are exact for any number of
-redraws (docs/methods.md §11.7), so --n-resamples only moves their power
+redraws (docs/methods.md §11.8), so --n-resamples only moves their power
 and cost, not their size; at n = 100k they run --reps-100k samples (cost).
 """
 from __future__ import annotations

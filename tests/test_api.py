@@ -116,3 +116,22 @@ def test_interval_is_metrics_ce_interval():
     want = metrics.ce_interval("ece_es15", s, yb, p=1, level=0.9)
     assert (res.interval.lo, res.interval.hi) == pytest.approx((want.lo, want.hi))
     assert res.interval.lo <= res.estimate <= res.interval.hi
+
+
+def test_pvalue_is_the_calibration_test_of_each_task():
+    """evaluate's p-value is metrics.calibration_test on the reduced task; over
+    several classes, Bonferroni's min(1, m * min p)."""
+    rng = np.random.default_rng(3)
+    z = 2.5 * rng.normal(size=(3000, 3))
+    probs = softmax(z, axis=1)
+    y = np.array([rng.choice(3, p=row) for row in probs])     # calibrated by construction
+    res = fitontest.evaluate(probs, y, evaluator="ece_es15")
+    s, yb = tasks.confidence(probs, y)
+    assert res.test == "kuiper"
+    assert res.pvalue == pytest.approx(metrics.calibration_test(s, yb, method="kuiper").pvalue)
+    over = fitontest.evaluate(softmax(2 * z, axis=1), y, evaluator="ece_es15", mode="classwise",
+                              test="ks")
+    per = [r.pvalue for r in over.per_class.values()]
+    assert over.pvalue == pytest.approx(min(1.0, 3 * min(per)))
+    assert over.pvalue < 1e-6                                  # over-confident: rejected
+    assert fitontest.evaluate(probs, y, evaluator="ece_es15", test=None).pvalue is None

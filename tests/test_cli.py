@@ -266,3 +266,14 @@ def test_bench_report_marks_ties_and_intervals_over_units():
     twin = next(line for line in text.splitlines() if line.startswith("twin"))
     assert good.count("*") == 2 and twin.count("*") == 2      # identical columns: both tied
     assert "[" in good                                         # a 95 % interval over 36 units
+
+
+def test_evaluate_prints_the_calibration_test_p_value(npz):
+    path, z, y = npz
+    out = run_cli("evaluate", path, "--evaluator", "ece_es15", "--json")
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)[0]
+    want = fitontest.evaluate(z, y, evaluator="ece_es15", from_logits=True)
+    assert got["test"] == "kuiper" and got["pvalue"] == pytest.approx(want.pvalue)
+    table = run_cli("evaluate", path, "--evaluator", "ece_es15", "--test", "none")
+    assert table.returncode == 0 and "p-value" in table.stdout.splitlines()[0]

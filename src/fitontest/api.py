@@ -49,6 +49,7 @@ class TaskResult:
     hyper: float | None = None
     interval: Any = None           # a fitontest.metrics.CEInterval, or None
     n: int = 0
+    pvalue: float | None = None    # p-value of a test of perfect calibration, or None
 
 
 @dataclass
@@ -59,10 +60,13 @@ class EvaluationResult:
     for p="max"); ``debiased`` the debiased estimate where the family has one
     (binning), else None; ``hyper`` the chosen hyper-parameter (bins, pieces,
     bandwidth) or None; ``interval`` the bootstrap interval when asked for
-    (confidence mode; per class in ``per_class`` otherwise). For the classwise
-    and ovr modes, ``per_class`` maps each class index to its
-    :class:`TaskResult`, and ``debiased`` is the mean of the per-class
-    debiased values.
+    (confidence mode; per class in ``per_class`` otherwise). ``pvalue`` is
+    the p-value of the test of perfect calibration named by ``test``
+    (:func:`fitontest.metrics.calibration_test`); over several classes it is
+    the Bonferroni-combined ``min(1, m * min p)``, a valid test that every
+    one of the m tasks is calibrated. For the classwise and ovr modes,
+    ``per_class`` maps each class index to its :class:`TaskResult`, and
+    ``debiased`` is the mean of the per-class debiased values.
     """
 
     evaluator: str
@@ -75,6 +79,8 @@ class EvaluationResult:
     n: int = 0
     n_classes: int = 0
     per_class: dict[int, TaskResult] = field(default_factory=dict)
+    pvalue: float | None = None
+    test: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready values (intervals as dicts)."""
@@ -104,11 +110,13 @@ class EvaluationResult:
 
         head = (f"{self.evaluator} ({self.mode}, p={self.p}, n={self.n}, K={self.n_classes}): "
                 f"estimate {fmt(self.estimate)}, debiased {fmt(self.debiased)}, "
-                f"hyper {fmt(self.hyper)}, interval {fmt_interval(self.interval)}")
+                f"hyper {fmt(self.hyper)}, interval {fmt_interval(self.interval)}, "
+                f"calibration test ({self.test or '-'}) p {fmt(self.pvalue)}")
         lines = [head]
         for k, r in self.per_class.items():
             lines.append(f"  class {k}: estimate {fmt(r.estimate)}, debiased {fmt(r.debiased)}, "
-                         f"hyper {fmt(r.hyper)}, interval {fmt_interval(r.interval)}")
+                         f"hyper {fmt(r.hyper)}, interval {fmt_interval(r.interval)}, "
+                         f"p {fmt(r.pvalue)}")
         return "\n".join(lines)
 
 
@@ -253,8 +261,10 @@ def _finite_or_none(v) -> float | None:
     return float(v) if v is not None and np.isfinite(v) else None
 
 
-def evaluate_binary(evaluator, scores, labels, p=1, interval: float | None = None) -> TaskResult:
-    """Fit ``evaluator`` (name or family instance) on one binary task and estimate its CE."""
+def evaluate_binary(evaluator, scores, labels, p=1, interval: float | None = None,
+                    test: str | None = None) -> TaskResult:
+    """Fit ``evaluator`` (name or family instance) on one binary task, estimate
+    its CE and, with ``test``, test perfect calibration."""
     from sklearn.base import clone
 
     from .families.base import estimates
@@ -276,9 +286,14 @@ def evaluate_binary(evaluator, scores, labels, p=1, interval: float | None = Non
         from .intervals import ce_interval
         ci = ce_interval(evaluator if isinstance(evaluator, str) else proto,
                          s, labels, p=p, level=float(interval))
+    pvalue = None
+    if test is not None:
+        from .calibration_tests import calibration_test
+        pvalue = float(calibration_test(s, labels, method=test, evaluator=proto,
+                                        p=1 if p == "max" else p).pvalue)
     return TaskResult(estimate=float(est), debiased=_finite_or_none(deb),
                       hyper=_finite_or_none(fam.chosen_hyperparameter()), interval=ci,
-                      n=int(s.size))
+                      n=int(s.size), pvalue=pvalue)
 
 
 def _mean_or_none(values):
@@ -308,7 +323,8 @@ def _classes(mode: str, classes, n_classes: int) -> list[int]:
 def evaluate(probs_or_logits: Any, labels: Any, evaluator: Any = "ece_es_cv",
              mode: Literal["confidence", "classwise", "ovr"] = "confidence",
              classes: Sequence[int] | int | None = None, p: int | str = 1,
-             from_logits: bool = False, interval: float | None = None) -> EvaluationResult:
+             from_logits: bool = False, interval: float | None = None,
+             test: str | None = "kuiper") -> EvaluationResult:
     """Estimate the calibration error (CE) of a model's K-class predictions.
 
     The predictions are reduced to binary tasks (the top label, or one class
@@ -345,6 +361,11 @@ def evaluate(probs_or_logits: Any, labels: Any, evaluator: Any = "ece_es_cv",
     interval : float, optional
         Level (e.g. 0.9) of a bootstrap interval of the CE
         (:func:`fitontest.metrics.ce_interval`), for p = 1 or 2.
+    test : str or None, default "kuiper"
+        Method of :func:`fitontest.metrics.calibration_test` for the p-value
+        of perfect calibration of each task (``"kuiper"``, ``"ks"``:
+        O(n log n), no bins; ``"tcal"``, ``"consistency"``: Monte Carlo,
+        the latter around ``evaluator``); None skips the test.
 
     Returns
     -------
@@ -404,18 +425,21 @@ def evaluate(probs_or_logits: Any, labels: Any, evaluator: Any = "ece_es_cv",
         if classes is not None:
             raise ValueError("classes= applies to the classwise and ovr modes, not confidence")
         s, yb = tasks.confidence(probs, y)
-        r = evaluate_binary(evaluator, s, yb, p=p, interval=interval)
+        r = evaluate_binary(evaluator, s, yb, p=p, interval=interval, test=test)
         return EvaluationResult(name, mode, p, r.estimate, r.debiased, r.hyper, r.interval,
-                                n=n, n_classes=k)
+                                n=n, n_classes=k, pvalue=r.pvalue, test=test)
     chosen = _classes(mode, classes, k)
     reduced = tasks.reduce_all({str(c): c for c in chosen}, probs, y)
-    per = {c: evaluate_binary(evaluator, *reduced[str(c)], p=p, interval=interval)
+    per = {c: evaluate_binary(evaluator, *reduced[str(c)], p=p, interval=interval, test=test)
            for c in chosen}
+    # Bonferroni: a valid test that all m tasks are calibrated, whatever their dependence
+    pvalue = (None if test is None
+              else min(1.0, len(per) * min(r.pvalue for r in per.values())))
     hyper = per[chosen[0]].hyper if len(chosen) == 1 else None
     return EvaluationResult(name, mode, p, float(np.mean([r.estimate for r in per.values()])),
                             _mean_or_none(r.debiased for r in per.values()), hyper,
                             per[chosen[0]].interval if len(chosen) == 1 else None,
-                            n=n, n_classes=k, per_class=per)
+                            n=n, n_classes=k, per_class=per, pvalue=pvalue, test=test)
 
 
 __all__ = ["evaluate", "evaluate_binary", "EvaluationResult", "TaskResult",

@@ -35,14 +35,16 @@ def _interval(iv):
 
 
 def result_table(results) -> str:
-    rows = [("evaluator", "mode", "class", "p", "estimate", "debiased", "hyper", "interval")]
+    rows = [("evaluator", "mode", "class", "p", "estimate", "debiased", "hyper", "interval",
+             "p-value")]
     for r in results:
         rows.append((r.evaluator, r.mode, "all" if r.per_class else "-", str(r.p),
-                     _fmt(r.estimate), _fmt(r.debiased), _fmt(r.hyper), _interval(r.interval)))
+                     _fmt(r.estimate), _fmt(r.debiased), _fmt(r.hyper), _interval(r.interval),
+                     _fmt(r.pvalue)))
         for k, c in r.per_class.items():
             if len(r.per_class) > 1:
                 rows.append(("", "", str(k), "", _fmt(c.estimate), _fmt(c.debiased),
-                             _fmt(c.hyper), _interval(c.interval)))
+                             _fmt(c.hyper), _interval(c.interval), _fmt(c.pvalue)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -114,7 +116,8 @@ def cmd_evaluate(args) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         results = [evaluate(pred, y, evaluator=name, mode=args.mode, classes=args.classes, p=p,
-                            from_logits=from_logits, interval=args.interval)
+                            from_logits=from_logits, interval=args.interval,
+                            test=None if args.test == "none" else args.test)
                    for name in names]
         if plot:
             _plot(pred, y, from_logits, results, args.mode, plot)
@@ -416,6 +419,13 @@ def build_parser() -> argparse.ArgumentParser:
                     help="PRED holds logits: apply a softmax (a sigmoid to one column) first")
     ev.add_argument("--interval", type=float, metavar="LEVEL",
                     help="add a bootstrap interval at this level (e.g. 0.9)")
+    ev.add_argument("--test", choices=["kuiper", "ks", "tcal", "consistency", "none"],
+                    default="kuiper",
+                    help="test of perfect calibration whose p-value is printed (column "
+                         "p-value; Bonferroni over classes in the 'all' row): kuiper (default) "
+                         "and ks are O(n log n) cumulative-difference tests, tcal and "
+                         "consistency Monte Carlo tests (consistency around the evaluator); "
+                         "none skips it")
     ev.add_argument("--plot", metavar="OUT.png",
                     help="also write the smooth reliability diagram of the confidence task "
                     "(ovr / classwise: of the first class) to this image file")
