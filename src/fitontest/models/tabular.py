@@ -14,8 +14,8 @@ ones):
 - ``hgb``: histogram gradient boosting, 100 iterations;
 - ``mlp``: one hidden layer of 64 ReLU units, Adam, 300 epochs, no early
   stopping — over-fits a small training set, so over-confident;
-- ``svc``: RBF support-vector machine with Platt's probabilities
-  (``probability=True``, internal 5-fold CV);
+- ``svc``: RBF support-vector machine with Platt's probabilities (sigmoid
+  on 5-fold cross-validated decision values);
 - ``bayes``: the generator's exact posterior itself (``fit`` ignores the
   data) — perfectly calibrated, a check of the truth.
 
@@ -96,11 +96,15 @@ def _mlp(seed, generator=None):
 
 @register("svc")
 def _svc(seed, generator=None):
+    from sklearn.calibration import CalibratedClassifierCV
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
     from sklearn.svm import SVC
 
-    return make_pipeline(StandardScaler(), SVC(probability=True, random_state=seed))
+    # Platt's sigmoid on 5-fold cross-validated decision values, one final SVC
+    # (what SVC(probability=True) did; that flag is deprecated in scikit-learn 1.9)
+    return make_pipeline(StandardScaler(), CalibratedClassifierCV(
+        SVC(random_state=seed), method="sigmoid", cv=5, ensemble=False))
 
 
 class BayesClassifier(ClassifierMixin, BaseEstimator):
