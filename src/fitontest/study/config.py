@@ -88,8 +88,9 @@ def check_synthetic(config: Mapping[str, Any]) -> None:
                 raise ConfigError(f"config key 'synthetic.ce_levels': {e}") from None
 
 
-def _source_facts(config: Mapping[str, Any]) -> tuple[str, int]:
-    """(kind, number of classes) of the config's data source, its checks passed."""
+def _source_facts(config: Mapping[str, Any], check: bool) -> tuple[str, int]:
+    """(kind, number of classes) of the config's data source; ``check``: run the
+    source's own checks (data files, generator settings) too."""
     from fitontest.data import sources
 
     key = {"cifar5m": "cifar5m_dir", "logits": "logits", "tabular": "tabular"}.get(
@@ -99,8 +100,9 @@ def _source_facts(config: Mapping[str, Any]) -> tuple[str, int]:
         if kind != "logits" and ("archs" not in config or "split" not in config):
             raise ValueError(f"the {config.get('data_source')} source needs the keys "
                              "'archs' and 'split'")
-        sources.check_source(config)
-        return kind, sources.num_classes(config)
+        if check:
+            sources.check_source(config)
+        return kind, sources.num_classes(config) if check or kind != "logits" else 0
     except (ValueError, FileNotFoundError) as e:
         raise ConfigError(f"config key {key!r}: {e}") from None
 
@@ -110,7 +112,8 @@ def check_pseudo_real(config: Mapping[str, Any]) -> None:
     from . import truth
     from fitontest.data import sources
 
-    kind, n_classes = _source_facts(config)
+    # logit files first (their class count checks the tasks); other sources' data last
+    kind, n_classes = _source_facts(config, check=config.get("data_source") == "logits")
     if kind == "images":
         from fitontest import models
         from fitontest.vision import train
@@ -173,3 +176,4 @@ def check_pseudo_real(config: Mapping[str, Any]) -> None:
         raise ConfigError(f"config key 'evaluation.sizes': the subsets of one seed take "
                           f"{' + '.join(map(str, sorted(ev['sizes'])))} = {total} hold-out "
                           f"points, more than split.n_holdout = {n_holdout}")
+    _source_facts(config, check=True)
