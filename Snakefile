@@ -25,6 +25,8 @@ validate(config, "workflow/schemas/config.schema.yaml")
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
+include: "workflow/rules/tabular.smk"
+include: "workflow/rules/real.smk"
 include: "workflow/rules/calibrate.smk"
 include: "workflow/rules/truth.smk"
 include: "workflow/rules/evaluate.smk"

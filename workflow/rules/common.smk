@@ -7,6 +7,7 @@ from snakemake.exceptions import WorkflowError
 
 from fitontest.study.config import calibrator_names, check_config
 from fitontest.core.registry import use_plugins
+from fitontest.data import sources
 
 # Every job's Python gets the same string hashes, so that set and dict orders in
 # plotting libraries (the CD diagrams' bars) are the same in every process:
@@ -20,7 +21,10 @@ use_plugins(config["plugins"])
 # network names need torch (2 s of imports per parse): the train job checks its own.
 check_config(config, models=False)
 
-ARCHS = list(config["archs"])
+# images / features / logits: which rules make the logits (train.smk, tabular.smk, real.smk)
+DATA_KIND = sources.kind(config)
+# the networks: archs keys, or one model per logit file
+ARCHS = sources.model_names(config)
 TASKS = list(config["tasks"])
 MULTICLASS_CALIBRATORS = list(dict.fromkeys(["none", *config["calibrators"]["multiclass"]]))
 BINARY_CALIBRATORS = list(config["calibrators"]["binary"])
@@ -77,7 +81,8 @@ def per_task_calibrator(pattern):
 
 def data_params():
     """The parts of the config that determine the images and the split."""
-    return {k: config[k] for k in ("data_source", "cifar5m_dir", "procedural", "split")}
+    return {k: config.get(k) for k in ("data_source", "cifar5m_dir", "procedural", "split",
+                                       "tabular", "logits")}
 
 
 def score_files(wildcards=None):
@@ -94,8 +99,19 @@ FIGURE_MODELS = ([(a, t) for a in ARCHS for t in TASKS] if config["report"]["fig
                  else [(ARCHS[0], TASKS[-1])])
 
 
+def real_outputs():
+    """The real-data study's tables (data_source logits; real.smk)."""
+    exp = config["exp"]
+    return [f"results/{exp}/real/{name}" for name in
+            ("scores.parquet", "bias.csv", "agreement.csv", "bias.md")]
+
+
 def final_outputs(wildcards=None):
     exp = config["exp"]
+    if DATA_KIND == "logits":
+        # no hold-out truth: the real-data study's tables replace Tables 2-4
+        syn = [f"results/{exp}/synthetic_scores.parquet"] if SYNTHETIC["enabled"] else []
+        return real_outputs() + syn
     out = [f"results/{exp}/tables"]
     out += [f"results/{exp}/findings.md", f"results/{exp}/findings.csv"]
     if PSEUDO_REAL:

@@ -81,11 +81,19 @@ def check_config(config: Mapping[str, Any], *, models: bool = True) -> None:
 
 def check_models(config: Mapping[str, Any], archs: Iterable[str] | None = None) -> None:
     """The network names of ``archs`` (default: every entry of config key
-    ``archs``) against the model registry (imports torch)."""
-    from fitontest import models
-
+    ``archs``) against the registry of the source's kind: image networks
+    (imports torch) or the tabular study's scikit-learn classifiers."""
+    kind = _source_facts(config, check=False)[0]
+    if kind == "logits":
+        return
+    if kind == "features":
+        from fitontest.models import tabular
+        known = tabular.names()
+    else:
+        from fitontest import models
+        known = models.names()
     for arch in config["archs"] if archs is None else archs:
-        _unknown(f"archs.{arch}.model", [config["archs"][arch]["model"]], models.names())
+        _unknown(f"archs.{arch}.model", [config["archs"][arch]["model"]], known)
 
 
 def check_synthetic(config: Mapping[str, Any]) -> None:
@@ -105,14 +113,39 @@ def check_synthetic(config: Mapping[str, Any]) -> None:
                 raise ConfigError(f"config key 'synthetic.ce_levels': {e}") from None
 
 
+def _source_facts(config: Mapping[str, Any], check: bool) -> tuple[str, int]:
+    """(kind, number of classes) of the config's data source; ``check``: run the
+    source's own checks (data files, generator settings) too."""
+    from fitontest.data import sources
+
+    key = {"cifar5m": "cifar5m_dir", "logits": "logits", "tabular": "tabular"}.get(
+        config.get("data_source"), "data_source")
+    try:
+        kind = sources.kind(config)
+        if kind != "logits" and ("archs" not in config or "split" not in config):
+            raise ValueError(f"the {config.get('data_source')} source needs the keys "
+                             "'archs' and 'split'")
+        if check:
+            sources.check_source(config)
+        return kind, sources.num_classes(config) if check or kind != "logits" else 0
+    except (ValueError, FileNotFoundError) as e:
+        raise ConfigError(f"config key {key!r}: {e}") from None
+
+
 def check_pseudo_real(config: Mapping[str, Any]) -> None:
     from fitontest import families, multiclass
-    from fitontest.data import sources
-    from fitontest.vision.recipes import RECIPES   # torch-free
     from . import truth
+    from fitontest.data import sources
 
-    for arch, spec in config["archs"].items():
-        _unknown(f"archs.{arch}.recipe", [spec["recipe"]], RECIPES)
+    # logit files first (their class count checks the tasks); other sources' data last
+    kind, n_classes = _source_facts(config, check=config.get("data_source") == "logits")
+    if kind == "images":
+        from fitontest.vision.recipes import RECIPES   # torch-free
+
+        for arch, spec in config["archs"].items():
+            if "recipe" not in spec:
+                raise ConfigError(f"config key 'archs.{arch}': an image network needs a recipe")
+            _unknown(f"archs.{arch}.recipe", [spec["recipe"]], RECIPES)
 
     cal = config["calibrators"]
     _unknown("calibrators.multiclass", cal["multiclass"], multiclass.names())
@@ -126,15 +159,16 @@ def check_pseudo_real(config: Mapping[str, Any]) -> None:
         raise ConfigError(f"config key 'calibrators.binary': {not_map} give no calibration "
                           "map and cannot calibrate")
     _unknown("truth", config["truth"], truth.names())
-    if config.get("data_source") != "procedural":
+    if kind != "logits" and not sources.has_posterior(config):
         need = [n for n in config["truth"] if truth.needs_posterior(n)]
         if need:
             raise ConfigError(f"config key 'truth': {need} need the known class posterior, "
-                              "which only the procedural data source has")
+                              "which only sources with one (procedural, tabular) have")
 
     for task, k in config["tasks"].items():
-        if k is not None and not 0 <= int(k) < 10:
-            raise ConfigError(f"config key 'tasks.{task}': class index {k} is not in 0..9")
+        if k is not None and not 0 <= int(k) < n_classes:
+            raise ConfigError(f"config key 'tasks.{task}': class index {k} is not in "
+                              f"0..{n_classes - 1}")
 
     ev = config["evaluation"]
     _unknown("evaluation.calibrators", ev["calibrators"], calibrator_names(config))
@@ -143,16 +177,21 @@ def check_pseudo_real(config: Mapping[str, Any]) -> None:
     if clash:
         raise ConfigError(f"config key 'evaluation.external_evaluators': {clash} clash with "
                           "registered family names; rename the external evaluator")
+    if len(set(ev["sizes"])) != len(ev["sizes"]):
+        raise ConfigError(f"config key 'evaluation.sizes': repeated sizes {ev['sizes']}")
+    if kind == "logits":
+        # the real-data study: every size takes disjoint subsets of one test set
+        from fitontest.data import logits
+
+        n_test = min(v["n_test"] for v in logits.LogitFiles.check_config(config).values())
+        if max(ev["sizes"]) > n_test:
+            raise ConfigError(f"config key 'evaluation.sizes': size {max(ev['sizes'])} exceeds "
+                              f"the {n_test} test points of the smallest logit file")
+        return
     total = sum(ev["sizes"])
     n_holdout = config["split"]["n_holdout"]
     if total > n_holdout:
         raise ConfigError(f"config key 'evaluation.sizes': the subsets of one seed take "
                           f"{' + '.join(map(str, sorted(ev['sizes'])))} = {total} hold-out "
                           f"points, more than split.n_holdout = {n_holdout}")
-    if len(set(ev["sizes"])) != len(ev["sizes"]):
-        raise ConfigError(f"config key 'evaluation.sizes': repeated sizes {ev['sizes']}")
-    try:
-        sources.check_source(config)
-    except (ValueError, FileNotFoundError) as e:
-        key = "cifar5m_dir" if config.get("data_source") == "cifar5m" else "data_source"
-        raise ConfigError(f"config key {key!r}: {e}") from None
+    _source_facts(config, check=True)

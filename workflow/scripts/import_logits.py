@@ -1,0 +1,13 @@
+"""Rule import_logits: one model's validation and test logits from its file, checked."""
+import numpy as np
+
+from fitontest.core.io import save_npz, script_logger
+from fitontest.data import logits
+
+log = script_logger(snakemake.log[0])
+d = logits.read_model(snakemake.params.data, snakemake.wildcards.arch)
+for part, out in (("val", snakemake.output.val), ("test", snakemake.output.holdout)):
+    z, y = d[part]
+    # the layout of export_logits: the test set plays the hold-out
+    save_npz(out, logits=z.astype(np.float32), labels=y, indices=np.arange(len(y)))
+    log.info("%s: %d x %d logits, accuracy %.4f", part, *z.shape, float((z.argmax(1) == y).mean()))
