@@ -122,7 +122,8 @@ def run_cell(task):
 def table(rows, level: float) -> str:
     import pandas as pd
 
-    df = pd.DataFrame(rows, columns=["family", "p", "method", "ce", "n", "covered", "width", "sec"])
+    df = pd.DataFrame(rows, columns=["family", "p", "method", "ce", "n", "covered", "width",
+                                     "sec"])
     g = df.groupby(["family", "p", "method", "n", "ce"])
     agg = g.agg(cov=("covered", "mean"), k=("covered", "size"), width=("width", "mean"),
                 sec=("sec", "mean")).reset_index()
