@@ -60,7 +60,7 @@ def test_score_evaluator_interval_columns():
     assert (binned.ci_level == 0.8).all() and (binned.ce_lo <= binned.ce_hi).all()
     for (size, seed), pos in subsets.items():
         ci = ce_interval("ece_es15", hold[pos], labels[pos], level=0.8, n_boot=40,
-                         seed=[9, size, seed])
+                         seed=[9, size, seed], method="basic")
         rows = binned[(binned["size"] == size) & (binned.seed == seed)]
         assert len(rows) == 2 and (rows.ce_lo == ci.lo).all() and (rows.ce_hi == ci.hi).all()
         assert (rows.ce_used == ci.estimate).all()

@@ -1,59 +1,58 @@
-"""Bootstrap intervals for the CE estimate of any calibration family (docs/methods.md §11.1).
+"""Intervals for the CE estimate of any calibration family (docs/methods.md §11.1).
 
-:func:`ce_interval` resamples the test points with replacement ``n_boot`` times,
-refits the family on every resample and takes its *used* estimate (debiased
-where the family has ``ce_estimate_debiased``, as
-:func:`fitontest.families.base.used_estimates`).
+:func:`ce_interval` returns a :class:`CEInterval`: the family's *used*
+estimate (debiased where the family has ``ce_estimate_debiased``, as
+:func:`fitontest.families.base.used_estimates`) with an interval [lo, hi] at
+nominal ``level``, the method that built it, the CE it targets
+(``estimand``) and whether its coverage was measured to hold (``valid``).
 
-Methods (``method=``), with theta_hat the used estimate on the full sample,
-q_a the a-quantile of the replicates and alpha = 1 - level:
+Methods (``method=``; alpha = 1 - level, theta_hat the used estimate):
 
-- ``"basic"`` (default): ``[theta_hat - (q_{1-alpha/2} - theta_0),
-  theta_hat - (q_{alpha/2} - theta_0)]``. The replicates' spread around
-  theta_0, the target of the estimator in the bootstrap world, stands in for
-  the estimator's error. theta_0 is ``T(F_n)``, the family's *plug-in* CE of
-  the full sample (its map on the empirical distribution): for plug-in
-  families theta_0 = theta_hat and this is the textbook basic interval
-  ``2 theta_hat - q``; for the debiased binned CE it is the binned plug-in,
-  which the resamples' debiased estimates centre on. The basic interval thus
-  undoes the upward bias of CE estimates near zero, where a percentile
-  interval sits wholly above the truth.
-- ``"percentile"``: ``[q_{alpha/2}, q_{1-alpha/2}]``; correct only when the
-  estimator is unbiased with a symmetric error, which the plug-in CE is not
-  near zero. Offered to measure that (tests/test_intervals.py reports the
-  coverage of both in the synthetic setting).
+- ``"inverted"`` (estimand: the population CE E|S - c(S)|^p): test inversion
+  over model-based bootstrap worlds. A reference map c_ref (ES binning with
+  about n^(1/3) bins, resolving the shape a coarse family misses; bin means
+  made monotone, the gap interpolated between bins) gives the gap
+  g = c_ref(s) - s; world t has the true map
+  c_t(s) = clip(s + t g, 0, 1) and known CE theta(t) = mean |c_t(s_i) - s_i|^p.
+  In each world the scores are resampled and the labels redrawn as
+  Bernoulli(c_t(s)) (world 0 is consistency resampling: labels ~
+  Bernoulli(s)), the family is refitted (batched for binning families) and
+  its used estimate recorded, with common random numbers across worlds. The
+  interval holds every theta(t) whose world puts theta_hat inside its central
+  1 - alpha range: lo = 0 exactly when world 0 does not reject calibration.
+  Any bias of the estimator -- upward near 0, downward for coarse or
+  cross-validated bins on curved maps -- is in the worlds, so it is undone.
+  Cost: ``len(WORLD_T)`` worlds of ``n_boot // 2`` replicates each.
+- ``"sun"`` (estimand: the binned CE of the family's fitted bins; binning
+  families): the boundary-aware normal interval of Sun, Chaudhari, Barnett &
+  Dobriban 2024 for the debiased squared binned CE, whose variance adds the
+  miscalibrated (rate sqrt n) and the calibrated (rate n) terms, so it stays
+  valid at CE = 0; the lower end is clipped at 0. p = 1: the binned L1 CE
+  lies between the binned squared CE and its square root (|gap| <= 1,
+  Jensen), so [lo_2, sqrt(hi_2)] of the p = 2 interval. No resampling.
+- ``"basic"``: ``[theta_hat - (q_{1-alpha/2} - theta_0), theta_hat - (q_{alpha/2} - theta_0)]``
+  of the nonparametric bootstrap replicates (quantiles q), theta_0 the
+  family's plug-in CE of the full sample; ``"percentile"``:
+  ``[q_{alpha/2}, q_{1-alpha/2}]``. Both target the family's own functional
+  (binned CE for binning families) and both under-cover near CE = 0
+  (benchmarks/measured/interval_coverage.md); kept to measure that.
+- ``"auto"`` (default): per (family, p) the method of :data:`AUTO` (chosen
+  from the coverage benchmark), ``"inverted"`` for unlisted families.
 
-Measured coverage of the true CE (ece_es15, n = 1000, 200 synthetic samples
-per level over the five shapes, nominal 0.9; tests/test_intervals.py):
+``valid``: False where benchmarks/interval_coverage.py measured this (family,
+method, p) significantly (2 Monte Carlo SEs) below 0.87 coverage in some cell
+at level 0.9 (an :class:`IntervalCoverageWarning` is issued), True where it
+measured no such cell, None where not measured. Both ends are clipped to
+>= 0; the estimate itself is not.
 
-=========  =====  =====  =====  =====
-CE level   0      0.02   0.05   0.1
-basic      0.59   0.83   0.835  0.88
-percentile 0.0    0.15   0.88   0.91
-=========  =====  =====  =====  =====
-
-``basic`` is the default: near-calibrated models, the regime where CE
-intervals matter, are where the percentile interval fails outright. Neither
-reaches 0.9 near 0: the debiased L1 estimate is still biased at CE = 0, and
-a bootstrap world whose CE is the plug-in value (> 0) cannot see a bias that
-exists only near 0. Binning families also target the binned CE, slightly
-below the true CE of a curved map.
-
-BCa is not offered: its acceleration needs a jackknife (n refits), more
-than the bootstrap itself for every refitting family. Both ends are clipped
-to >= 0 (a CE is non-negative), so an interval never excludes 0 by a
-negative upper end alone; the estimate itself is not clipped.
-
-Cost: binning families (``BinningFamily``: fixed B, sweep, CV) compute all
-replicates at once from per-resample bin counts
-(:mod:`fitontest.binning_bootstrap`, no refit); every other family is refitted
-per replicate (clone + fit), i.e. ``n_boot`` times its fit cost -- for PL/PL3
-(1--9 s per fit, README cost table) that is minutes per interval, so the
-workflow lets each family set its own number of replicates
-(``per_family_n_boot``, 0 disables; config/README.md).
+Cost: binning families (``BinningFamily``) compute all replicates at once
+(:mod:`fitontest.families.bincounts`, no refit); every other family is
+refitted per replicate (clone + fit), so the workflow lets each family set
+its own number of replicates (``per_family_n_boot``, 0 disables).
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -62,17 +61,102 @@ from sklearn.base import clone
 
 from . import families
 from .families.base import estimates, resample_chunks, used_estimates
+from .families.binning import BinningFamily
 from fitontest.core.validation import check_binary
 
-METHODS = ("basic", "percentile")
+METHODS = ("auto", "inverted", "sun", "basic", "percentile")
+
+# Scales t of the gap in the worlds of "inverted" (t = 1: the reference map).
+WORLD_T = np.array([0.0, 0.15, 0.3, 0.45, 0.6, 0.8, 1.0, 1.4, 2.0])
+
+# "auto": (family, p) -> method, from benchmarks/measured/interval_coverage.md:
+# of inverted and sun, the narrower among those with smallest cell coverage
+# >= 0.87, else the one with the larger smallest coverage (ties: inverted, which
+# targets the population CE); docs/methods.md §11.3.
+AUTO: dict[tuple[str, int], str] = {
+    ("ece_es15", 1): "sun",
+    ("ece_es15", 2): "inverted",
+    ("ece_es_cv", 1): "inverted",
+    ("ece_es_cv", 2): "inverted",
+    ("ece_es_sweep", 1): "sun",
+    ("ece_es_sweep", 2): "sun",
+    ("ece_ew15", 1): "sun",
+    ("ece_ew15", 2): "sun",
+    ("ece_ew_cv", 1): "inverted",
+    ("ece_ew_cv", 2): "inverted",
+    ("isotonic", 1): "inverted",
+    ("isotonic", 2): "inverted",
+    ("smece", 1): "inverted",
+    ("smece", 2): "inverted",
+}
+
+AUTO_DEFAULT = "inverted"
+
+# (smallest coverage at level 0.9 over the benchmark"s (CE, n) cells, samples per
+# cell) per (family, method, p), from benchmarks/measured/interval_coverage.md.
+MEASURED_MIN_COVERAGE: dict[tuple[str, str, int], tuple[float, int]] = {
+    ("ece_es15", "basic", 1): (0.500, 40),
+    ("ece_es15", "basic", 2): (0.825, 40),
+    ("ece_es15", "inverted", 1): (0.775, 40),
+    ("ece_es15", "inverted", 2): (0.775, 40),
+    ("ece_es15", "percentile", 1): (0.000, 40),
+    ("ece_es15", "percentile", 2): (0.375, 40),
+    ("ece_es15", "sun", 1): (0.925, 40),
+    ("ece_es15", "sun", 2): (0.775, 40),
+    ("ece_es_cv", "basic", 1): (0.417, 12),
+    ("ece_es_cv", "basic", 2): (0.417, 12),
+    ("ece_es_cv", "inverted", 1): (0.750, 12),
+    ("ece_es_cv", "inverted", 2): (0.750, 12),
+    ("ece_es_cv", "sun", 1): (0.750, 12),
+    ("ece_es_cv", "sun", 2): (0.750, 12),
+    ("ece_es_sweep", "basic", 1): (0.575, 40),
+    ("ece_es_sweep", "basic", 2): (0.750, 40),
+    ("ece_es_sweep", "inverted", 1): (0.800, 40),
+    ("ece_es_sweep", "inverted", 2): (0.775, 40),
+    ("ece_es_sweep", "percentile", 1): (0.000, 40),
+    ("ece_es_sweep", "percentile", 2): (0.800, 40),
+    ("ece_es_sweep", "sun", 1): (0.850, 40),
+    ("ece_es_sweep", "sun", 2): (0.800, 40),
+    ("ece_ew15", "basic", 1): (0.500, 40),
+    ("ece_ew15", "basic", 2): (0.800, 40),
+    ("ece_ew15", "inverted", 1): (0.800, 40),
+    ("ece_ew15", "inverted", 2): (0.775, 40),
+    ("ece_ew15", "percentile", 1): (0.000, 40),
+    ("ece_ew15", "percentile", 2): (0.475, 40),
+    ("ece_ew15", "sun", 1): (0.950, 40),
+    ("ece_ew15", "sun", 2): (0.800, 40),
+    ("ece_ew_cv", "basic", 1): (0.500, 12),
+    ("ece_ew_cv", "basic", 2): (0.500, 12),
+    ("ece_ew_cv", "inverted", 1): (0.750, 12),
+    ("ece_ew_cv", "inverted", 2): (0.750, 12),
+    ("ece_ew_cv", "sun", 1): (0.750, 12),
+    ("ece_ew_cv", "sun", 2): (0.583, 12),
+    ("isotonic", "basic", 1): (0.000, 6),
+    ("isotonic", "basic", 2): (0.500, 6),
+    ("isotonic", "inverted", 1): (0.667, 6),
+    ("isotonic", "inverted", 2): (0.833, 6),
+    ("smece", "basic", 1): (0.000, 6),
+    ("smece", "basic", 2): (0.333, 6),
+    ("smece", "inverted", 1): (0.667, 6),
+    ("smece", "inverted", 2): (0.833, 6),
+}
+VALID_COVERAGE = 0.87
+
+
+class IntervalCoverageWarning(UserWarning):
+    """The interval's method was measured to under-cover for this family."""
 
 
 @dataclass(frozen=True)
 class CEInterval:
-    """A CE estimate with its bootstrap interval [lo, hi] at nominal ``level``.
+    """A CE estimate with its interval [lo, hi] at nominal ``level``.
 
-    ``target`` is the plug-in CE of the full sample (theta_0 of the basic
-    method); ``n_boot`` the replicates drawn.
+    ``method``: the method that built it (``"auto"`` resolved); ``estimand``:
+    ``"population"`` (E|S - c(S)|^p of the model) or ``"binned"`` (the CE of
+    the family's bins) or the family's own functional (``"smECE"``,
+    ``"SKCE"``); ``valid``: coverage measured to hold (module docstring);
+    ``target``: the family's plug-in CE of the full sample; ``n_boot``: the
+    replicates drawn in all.
     """
 
     estimate: float
@@ -83,6 +167,8 @@ class CEInterval:
     method: str
     p: int = 1
     target: float = float("nan")
+    estimand: str = "population"
+    valid: bool | None = None
 
     def contains(self, value: float) -> bool:
         return bool(self.lo <= value <= self.hi)
@@ -102,6 +188,22 @@ def _check_settings(level, n_boot, method, p) -> None:
 
 def _family(estimator_or_name, params: Mapping[str, Any] | None = None):
     return families.resolve(estimator_or_name, params)[1]
+
+
+def registered_name(fam) -> str | None:
+    """The registered name whose defaults equal ``fam``'s parameters, or None."""
+    params = fam.get_params()
+    for name in families.names():
+        if families.entry(name) is type(fam) and families.get(name).get_params() == params:
+            return name
+    return None
+
+
+def resolve_method(method: str, name: str | None, p: int) -> str:
+    """The method ``"auto"`` stands for with family ``name`` (others unchanged)."""
+    if method != "auto":
+        return method
+    return AUTO.get((name, p), AUTO_DEFAULT)
 
 
 def bootstrap_indices(n: int, n_boot: int, seed) -> np.ndarray:
@@ -130,7 +232,7 @@ def replicate_estimates(fam, s: np.ndarray, y: np.ndarray, idx, p: int = 1) -> n
 
 def interval_from(replicates: np.ndarray, estimate: float, target: float, level: float,
                   method: str) -> tuple[float, float]:
-    """(lo, hi) of ``method`` from the replicates (module docstring), clipped to >= 0."""
+    """(lo, hi) of ``basic`` or ``percentile`` from the replicates, clipped to >= 0."""
     alpha = 1.0 - float(level)
     q_lo, q_hi = np.quantile(replicates, [alpha / 2.0, 1.0 - alpha / 2.0])
     if method == "percentile":
@@ -140,14 +242,150 @@ def interval_from(replicates: np.ndarray, estimate: float, target: float, level:
     return max(float(lo), 0.0), max(float(hi), 0.0)
 
 
+# ------------------------------------------------------------------ sun
+def sun_se(counts, mean_scores, mean_labels) -> tuple[float, float]:
+    """(debiased squared binned CE, its standard error) from per-bin statistics."""
+    from fitontest.core.calibration_error import debiased_bin_terms
+
+    nb = np.asarray(counts, dtype=np.float64)
+    full = nb > 0
+    sb = np.where(full, mean_scores, 0.0)
+    yb = np.where(full, mean_labels, 0.0)
+    w = nb / nb.sum()
+    d = debiased_bin_terms(nb, sb, yb, p=2)
+    v = yb * (1.0 - yb) * np.where(nb > 1, nb / np.maximum(nb - 1.0, 1.0), 1.0)
+    safe = np.where(full, nb, 1.0)
+    # Var of (gbar_b)^2 with gbar_b ~ N(g_b, v_b / n_b): 4 g^2 v / n_b + 2 v^2 / n_b^2;
+    # the first term dominates when miscalibrated, the second when calibrated.
+    # g_b^2 is estimated by D_b (unbiased) and the first term's sum clipped at 0:
+    # max(D_b, 0) per bin would add noise-only terms at CE = 0
+    first = max(float(np.sum(np.where(full, w * w * 4.0 * d * v / safe, 0.0))), 0.0)
+    var = first + float(np.sum(np.where(full, w * w * 2.0 * v * v / (safe * safe), 0.0)))
+    return float(np.dot(w, d)), float(np.sqrt(var))
+
+
+def sun_interval(counts, mean_scores, mean_labels, level: float, p: int) -> tuple[float, float]:
+    """(lo, hi) of the boundary-aware normal interval (Sun et al. 2024) for the
+    binned CE of bins with these statistics (module docstring)."""
+    from scipy.stats import norm
+
+    theta, se = sun_se(counts, mean_scores, mean_labels)
+    z = float(norm.ppf(0.5 + float(level) / 2.0))
+    lo, hi = max(theta - z * se, 0.0), max(theta + z * se, 0.0)
+    return (lo, hi) if p == 2 else (lo, float(np.sqrt(hi)))
+
+
+def _sun(fitted, level: float, p: int) -> tuple[float, float]:
+    return sun_interval(*fitted.bin_statistics(), level, p)
+
+
+# ------------------------------------------------------------- inverted
+def reference_gap(s: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """g(s_i) = c_ref(s_i) - s_i of the worlds' reference map: ES bins (about
+    n^(1/3)), their label means made non-decreasing (weighted PAV) and the gap
+    interpolated linearly between the bins' mean scores (flat beyond them).
+    Monotone and smooth, as calibration maps are: a noisy step map would give
+    the worlds a larger estimator bias than the data have."""
+    from sklearn.isotonic import IsotonicRegression
+
+    n_bins = int(np.clip(round(s.size ** (1.0 / 3.0)), 1, max(1, s.size // 10)))
+    ref = BinningFamily(scheme="es", n_bins=n_bins, selection="fixed").fit(s, y)
+    full = ref.bin_counts_ > 0
+    sb, yb, nb = (a[full] for a in (ref.bin_mean_scores_, ref.bin_mean_labels_,
+                                     ref.bin_counts_))
+    if sb.size < 2:
+        return np.full(s.size, float(yb[0] - sb[0]))
+    mono = IsotonicRegression(y_min=0.0, y_max=1.0).fit(sb, yb, sample_weight=nb).predict(sb)
+    return np.interp(s, sb, mono - sb)
+
+
+def world_replicates(fam, s: np.ndarray, y: np.ndarray, n_rep: int, seed, p: int,
+                     t_grid=WORLD_T, max_cells: int = 4_000_000):
+    """(theta (K,), estimates (K, n_rep)): the worlds' true CE and the family's
+    used estimate on ``n_rep`` samples of each world (module docstring).
+
+    Common random numbers: one resample index and one uniform per point and
+    replicate serve every world; rows go in chunks of ``max_cells / n``.
+    """
+    n = s.size
+    g = reference_gap(s, y)
+    t_grid = np.asarray(t_grid, dtype=np.float64)
+    maps = np.clip(s[None, :] + t_grid[:, None] * g[None, :], 0.0, 1.0)
+    theta = np.mean(np.abs(maps - s[None, :]) ** p, axis=1)
+    s_aug = np.concatenate((s, s))            # index i: label 0, index n + i: label 1
+    y_aug = np.concatenate((np.zeros(n), np.ones(n)))
+    rng = np.random.default_rng(seed)
+    out = np.empty((t_grid.size, int(n_rep)))
+    step = max(1, int(max_cells) // n)
+    for r0 in range(0, int(n_rep), step):
+        rows = min(step, int(n_rep) - r0)
+        idx = rng.integers(0, n, size=(rows, n))
+        u = rng.random((rows, n))
+        for k in range(t_grid.size):
+            aug = idx + n * (u < maps[k][idx])
+            out[k, r0:r0 + rows] = replicate_estimates(fam, s_aug, y_aug, aug, p=p)
+    return theta, out
+
+
+def _crossing(theta: np.ndarray, q: np.ndarray, value: float) -> float:
+    """theta where the non-decreasing curve q(theta) reaches ``value`` (linear
+    between worlds, extrapolated past the last one, theta[0] below the first)."""
+    if value <= q[0]:
+        return float(theta[0])
+    if value > q[-1]:
+        dq = q[-1] - q[-2]
+        slope = (theta[-1] - theta[-2]) / dq if dq > 0 else 1.0
+        return float(theta[-1] + (value - q[-1]) * slope)
+    j = int(np.searchsorted(q, value, side="left"))     # q[j-1] < value <= q[j]
+    dq = q[j] - q[j - 1]
+    frac = (value - q[j - 1]) / dq if dq > 0 else 1.0
+    return float(theta[j - 1] + frac * (theta[j] - theta[j - 1]))
+
+
+def invert(estimate: float, theta: np.ndarray, reps: np.ndarray, level: float):
+    """(lo, hi): every world theta whose central ``level`` range of ``reps``
+    holds ``estimate``; the range edges are made non-decreasing in theta."""
+    alpha = 1.0 - float(level)
+    # plotting positions i / (R + 1): unbiased for the CDF, so a small R does not
+    # pull the range edges inwards as linear interpolation does
+    q_lo, q_hi = np.quantile(reps, [alpha / 2.0, 1.0 - alpha / 2.0], axis=1, method="weibull")
+    q_lo, q_hi = np.maximum.accumulate(q_lo), np.maximum.accumulate(q_hi)
+    lo = _crossing(theta, q_hi, estimate)
+    hi = _crossing(theta, q_lo, estimate) if estimate >= q_lo[0] else float(theta[0])
+    return max(lo, 0.0), max(hi, lo, 0.0)
+
+
+# --------------------------------------------------------------- public
+def _estimand(fitted, method: str) -> str:
+    # inverted scores the population CE of simulated worlds, whatever the family
+    return "population" if method == "inverted" else fitted.estimand
+
+
+def _validity(name: str | None, method: str, p: int) -> bool | None:
+    """True unless some benchmark cell covered significantly (by 2 Monte Carlo
+    SEs of a share of 0.9) less than VALID_COVERAGE; None where not measured."""
+    got = MEASURED_MIN_COVERAGE.get((name, method, p))
+    if got is None:
+        return None
+    cov, k = got
+    if cov + 2.0 * np.sqrt(0.09 / k) < VALID_COVERAGE:
+        warnings.warn(f"{method!r} intervals of {name} (p={p}) covered the true CE in only "
+                      f"{cov:.0%} of {k} samples in some cell at level 0.9 "
+                      "(benchmarks/measured/interval_coverage.md); use method='auto'",
+                      IntervalCoverageWarning, stacklevel=3)
+        return False
+    return True
+
+
 def bootstrap_interval(fitted, scores, labels, est: Mapping[str, float] | None = None, *,
                        p: int = 1, level: float = 0.9, n_boot: int = 200, seed=0,
-                       method: str = "basic") -> CEInterval:
+                       method: str = "auto", family: str | None = None) -> CEInterval:
     """Interval around a family already fitted on (scores, labels).
 
     ``est`` is :func:`fitontest.families.base.estimates` of ``fitted`` on
     ``scores`` (computed when None); callers that scored the fit already pass
-    it to save the work.
+    it to save the work. ``family``: the registered name (looked up from the
+    parameters when None), which ``"auto"`` and ``valid`` key on.
     """
     _check_settings(level, n_boot, method, p)
     s, y = check_binary(scores, labels, min_points=fitted.min_points,
@@ -156,26 +394,40 @@ def bootstrap_interval(fitted, scores, labels, est: Mapping[str, float] | None =
     est = estimates(fitted, s) if est is None else est
     estimate = float(used_estimates(est)[p - 1])
     target = float(est["ce_est"] if p == 1 else est["ce_est_sq"])
-    reps = replicate_estimates(fitted, s, y, resample_chunks(s.size, int(n_boot), seed), p=p)
-    lo, hi = interval_from(reps, estimate, target, level, method)
+    name = family if family is not None else registered_name(fitted)
+    method = resolve_method(method, name, p)
+    if method == "sun":
+        lo, hi = _sun(fitted, level, p)
+        n_boot = 0
+    elif method == "inverted":
+        n_rep = max(int(n_boot) // 2, 20)
+        theta, reps = world_replicates(fitted, s, y, n_rep, seed, p)
+        lo, hi = invert(estimate, theta, reps, level)
+        n_boot = reps.size
+    else:
+        reps = replicate_estimates(fitted, s, y, resample_chunks(s.size, int(n_boot), seed),
+                                   p=p)
+        lo, hi = interval_from(reps, estimate, target, level, method)
     return CEInterval(estimate=estimate, lo=lo, hi=hi, level=float(level), n_boot=int(n_boot),
-                      method=method, p=p, target=target)
+                      method=method, p=p, target=target, estimand=_estimand(fitted, method),
+                      valid=_validity(name, method, p))
 
 
 def ce_interval(estimator_or_name, scores, labels, *, p: int = 1, level: float = 0.9,
-                n_boot: int = 200, seed=0, method: str = "basic",
+                n_boot: int = 200, seed=0, method: str = "auto",
                 params: Mapping[str, Any] | None = None) -> CEInterval:
-    """CE estimate of a family on (scores, labels) with a bootstrap interval.
+    """CE estimate of a family on (scores, labels) with an interval.
 
     ``estimator_or_name``: a registered family name (constructed with
     ``params``) or an unfitted family instance (cloned, never modified).
     ``seed``: an int or a sequence of ints (``numpy.random.default_rng``).
-    See the module docstring for the methods and their cost.
+    See the module docstring for the methods, their estimands and cost.
     """
     _check_settings(level, n_boot, method, p)
     fam = _family(estimator_or_name, params).fit(scores, labels)
+    name = estimator_or_name if isinstance(estimator_or_name, str) and not params else None
     return bootstrap_interval(fam, scores, labels, p=p, level=level, n_boot=n_boot, seed=seed,
-                              method=method)
+                              method=method, family=name)
 
 
 def batched(name: str) -> bool:
@@ -201,9 +453,10 @@ def interval_settings(name: str, config: Mapping[str, Any] | None) -> dict[str, 
     if int(n_boot) <= 0:
         return None
     return {"level": float(config.get("level", 0.9)), "n_boot": int(n_boot),
-            "method": config.get("method", "basic")}
+            "method": config.get("method", "auto"), "family": name}
 
 
-__all__ = ["CEInterval", "METHODS", "ce_interval", "bootstrap_interval", "bootstrap_indices",
-           "replicate_estimates", "refit_replicates", "interval_from", "interval_settings",
-           "batched"]
+__all__ = ["CEInterval", "METHODS", "AUTO", "WORLD_T", "IntervalCoverageWarning", "ce_interval",
+           "bootstrap_interval", "bootstrap_indices", "replicate_estimates", "refit_replicates",
+           "interval_from", "interval_settings", "batched", "sun_interval", "sun_se",
+           "world_replicates", "invert", "reference_gap", "resolve_method", "registered_name"]

@@ -25,8 +25,9 @@ entry = FAMILIES.entry    # the registered class
 def resolve(evaluator, params: Mapping[str, Any] | None = None) -> tuple[str, CalibrationFamily]:
     """(name, fresh unfitted family) for ``evaluator``:
 
-    - a registered name: the family built with ``params`` (unknown names are a
-      ValueError listing the registered ones);
+    - a registered name: the family built with ``params`` (an unknown name is
+      the registry's :class:`~fitontest.core.registry.UnknownNameError`, a
+      ValueError that suggests close names);
     - a :class:`CalibrationFamily` instance: an unfitted clone with ``params``
       set (the caller's object is never modified); its name is the class name;
     - any other object with ``fit`` and ``ce_estimate``: wrapped in a
@@ -35,9 +36,6 @@ def resolve(evaluator, params: Mapping[str, Any] | None = None) -> tuple[str, Ca
     """
     params = dict(params or {})
     if isinstance(evaluator, str):
-        if evaluator not in FAMILIES:
-            raise ValueError(f"unknown calibration-map family {evaluator!r}; "
-                             f"registered: {', '.join(names())}")
         return evaluator, get(evaluator, **params)
     if isinstance(evaluator, type):
         raise ValueError(f"an evaluator must be an instance, got the class {evaluator.__name__} "

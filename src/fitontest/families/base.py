@@ -28,6 +28,9 @@ class CalibrationFamily(BaseEstimator):
       hyper-parameter (``"n_bins_"``, ``"n_pieces_"``), or ``None``;
     - ``provides_map``: ``False`` for estimate-only evaluators (KCE), which
       override :meth:`ce_estimate` and have no meaningful ``predict``;
+    - ``estimand``: what the family's CE estimate targets (``"population"``:
+      the model's CE; ``"binned"``: the CE of the binned map; ``"smECE"``,
+      ``"SKCE"``: their own quantities), reported with every CE interval;
     - ``batched_replicates``: :meth:`bootstrap_replicates` costs far less than
       refitting per replicate (the binning families), so intervals default to
       the full number of replicates for it (``intervals.interval_settings``).
@@ -37,6 +40,8 @@ class CalibrationFamily(BaseEstimator):
 
     - :meth:`ce_estimate_debiased` -- NaN: no debiased estimate;
     - :meth:`max_calibration_error` -- raises :class:`MissingCapability`;
+    - :meth:`bin_statistics` -- raises :class:`MissingCapability` (the
+      boundary-aware ``sun`` interval needs the bins);
     - :meth:`bootstrap_replicates` -- refits a clone on every resample.
     """
 
@@ -44,6 +49,7 @@ class CalibrationFamily(BaseEstimator):
     min_points: int = 2
     hyper_attr: str | None = None
     provides_map: bool = True
+    estimand: str = "population"
     batched_replicates: bool = False
 
     def _n_folds_needed(self) -> int | None:
@@ -99,6 +105,12 @@ class CalibrationFamily(BaseEstimator):
                                 f"{type(self).__name__}: it is defined for the binning "
                                 "families (ece_*) and for families that override "
                                 "CalibrationFamily.max_calibration_error")
+
+    def bin_statistics(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(counts, mean scores, mean labels) of the fitted bins; the default
+        raises :class:`MissingCapability` naming the family."""
+        raise MissingCapability(f"{type(self).__name__} has no bins: the 'sun' interval "
+                                "needs a binning family (ece_*)")
 
     def bootstrap_replicates(self, scores, labels, resamples: Iterable[np.ndarray],
                              p: int = 1) -> np.ndarray:

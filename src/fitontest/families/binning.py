@@ -174,6 +174,7 @@ class BinningFamily(CalibrationFamily):
     """
 
     hyper_attr = "n_bins_"
+    estimand = "binned"
     batched_replicates = True
 
     def __init__(self, scheme: str = "es", n_bins: int | None = 15, selection: str = "fixed",
@@ -347,6 +348,11 @@ class BinningFamily(CalibrationFamily):
         """max_b |ybar_b - sbar_b| over the non-empty fitting bins."""
         check_is_fitted(self, "n_fit_")
         return float(np.max(np.abs(self.bin_shift_[self.bin_counts_ > 0])))
+
+    def bin_statistics(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(counts, mean scores, mean labels) of the fitting bins."""
+        check_is_fitted(self, "n_fit_")
+        return self.bin_counts_, self.bin_mean_scores_, self.bin_mean_labels_
 
     def bootstrap_replicates(self, scores, labels, resamples: Iterable[np.ndarray],
                              p: int = 1) -> np.ndarray:

@@ -29,6 +29,7 @@ class KCEFamily(CalibrationFamily):
     """
 
     provides_map = False
+    estimand = "SKCE"
 
     def __init__(self, bandwidth: float | None = None):
         self.bandwidth = bandwidth

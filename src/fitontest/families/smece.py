@@ -144,6 +144,7 @@ class SmoothECE(CalibrationFamily):
     """
 
     hyper_attr = "sigma_"
+    estimand = "smECE"
 
     def __init__(self, eps: float = 1e-3):
         self.eps = eps
