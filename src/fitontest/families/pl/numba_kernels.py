@@ -288,8 +288,9 @@ def epoch_parallel(P, m, v, ks, rgroup, bdata, bounds, rscale, nvirt, space, los
 def shuffle_gather(keys, epoch, active, label, bounds, members, data, n_real, out, rscale,
                    nvirt):
     """The batches of :func:`.algorithm.batch_orders`, gathered in the same
-    pass: ``out[g]`` = the point arrays of group g's members, batch after
-    batch (each in increasing input order), for the active groups; per batch
+    pass: ``out[g]`` = the point arrays of group g's members (``data[g]``,
+    in increasing input order), batch after batch (each in increasing input
+    order), for the active groups; per batch
     b ``rscale[g, b]`` = 1 / its real points (1 if none) and ``nvirt[g, b]``
     its virtual points (indices >= n_real). Every member is written straight
     to its place (no order array written and read back)."""
@@ -309,10 +310,10 @@ def shuffle_gather(keys, epoch, active, label, bounds, members, data, n_real, ou
             fill[bi] += 1
             if mem[i] >= n_real:
                 nvirt[g, bi] += 1.0
-        for a in range(data.shape[0]):   # one array at a time: contiguous 1-D loops
-            src, dst = data[a], out[g, a]
+        for a in range(data.shape[1]):   # one array at a time: contiguous 1-D loops
+            src, dst = data[g, a], out[g, a]
             for i in range(n):
-                dst[dest[i]] = src[mem[i]]
+                dst[dest[i]] = src[i]
         for bi in range(nb):
             rscale[g, bi] = 1.0 / max(bounds[bi + 1] - bounds[bi] - nvirt[g, bi], 1.0)
 
@@ -331,6 +332,8 @@ class NumbaEpochs:
         self.bdata = np.zeros((G, problem.data.shape[0], nmax))
         self.rscale = np.ones((G, n_batches))
         self.nvirt = np.zeros((G, n_batches))
+        # every group's member arrays once, in order: the gather reads them sequentially
+        self.gdata = np.ascontiguousarray(problem.data[:, problem.members].transpose(1, 0, 2))
 
     def threads(self):
         # numba's thread pool is started only when a parallel fit asks for it
@@ -340,7 +343,7 @@ class NumbaEpochs:
         """Epoch ``epoch`` of every working row (in place; the batches of
         :func:`.algorithm.batch_orders`); their epoch losses."""
         prob = self.problem
-        shuffle_gather(keys, epoch, active, label, self.bounds, prob.members, prob.data,
+        shuffle_gather(keys, epoch, active, label, self.bounds, prob.members, self.gdata,
                        prob.n_real, self.bdata, self.rscale, self.nvirt)
         ep_loss = np.empty(rows.P.shape[0])
         grad = np.zeros_like(rows.P)
