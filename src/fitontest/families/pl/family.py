@@ -63,9 +63,9 @@ class PiecewiseLinearFamily(CalibrationFamily):
         stopping (docs/methods.md §4.4; numba on the CPU, torch on CPU or
         CUDA); "lbfgs": every model minimised to convergence by full-batch
         L-BFGS (§4.8; CPU only), 2-4x faster, less shrinkage towards the
-        identity (better CMEE from n = 3000, worse for PL3 at n = 1000:
-        docs/differences.md). Model, initialisation, loss, CV and fold
-        averaging are the same.
+        identity (PL3: better CMEE from n = 3000, much worse at n = 1000;
+        measured in docs/methods.md §4.8). Model, initialisation, loss, CV
+        and fold averaging are the same.
     lr, max_epochs, patience : Adam learning rate, epoch cap, early-stopping
         patience (epochs without a decrease of the training loss);
         ``max_epochs=0`` keeps the identity initialisation (for checks). With
