@@ -195,8 +195,10 @@ class BatchedTrainer:
 
         rows = alg.TrainingRows(P, k_of, group_of, self.patience, self.max_epochs, trace)
         with epochs.threads(), np.errstate(divide="ignore", over="ignore"):
+            n_rows = -1
             for epoch in range(self.max_epochs):
-                active = np.unique(rows.group)        # finished groups need no batches
+                if rows.group.shape[0] != n_rows:     # finished groups need no batches
+                    n_rows, active = rows.group.shape[0], np.unique(rows.group)
                 ep_loss = epochs.epoch(rows, keys, epoch, label, active, epoch * n_batches)
                 if rows.end_epoch(epoch, ep_loss):
                     break
