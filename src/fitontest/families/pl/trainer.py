@@ -116,6 +116,9 @@ class BatchedTrainer:
     ``"auto"`` (numba on the CPU, torch on CUDA). ``n_threads``: numba's rows
     over threads (None: torch's setting), torch's intra-op threads (None:
     leave them), restored after the fit.
+    ``optimizer``: ``"adam"`` (the paper's mini-batch Adam with early
+    stopping, either backend) or ``"lbfgs"`` (full-batch L-BFGS per model,
+    :mod:`.lbfgs`, numba only; ``n_threads=None`` means one thread there).
     """
 
     def __init__(self, *, space: str, loss: str, lr: float = 0.01, max_epochs: int = 1500,
