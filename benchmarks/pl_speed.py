@@ -14,6 +14,10 @@ before timing.
     python benchmarks/pl_speed.py --threads 1 2          # one line per thread count
     python benchmarks/pl_speed.py --backend numba torch  # both backends
     python benchmarks/pl_speed.py --device cuda --backend torch
+    python benchmarks/pl_speed.py --optimizer adam lbfgs    # also the L-BFGS optimiser (numba)
+
+``--optimizer lbfgs`` (docs/methods.md §4.8) has no one-at-a-time estimate:
+its models are trained one at a time anyway (rows of one compiled loop).
 """
 from __future__ import annotations
 
@@ -33,6 +37,7 @@ def main() -> None:
                     help="torch intra-op threads of the fit (default 1, the family's default)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--backend", nargs="+", default=["auto"], choices=["auto", "numba", "torch"])
+    ap.add_argument("--optimizer", nargs="+", default=["adam"], choices=["adam", "lbfgs"])
     ap.add_argument("--alone", type=int, default=4,
                     help="models trained alone to estimate the one-at-a-time total")
     ap.add_argument("--shape", default="beta1")
@@ -53,17 +58,27 @@ def main() -> None:
     print(f"device: {dev} ({name}); torch {torch.__version__}; os.cpu_count()={os.cpu_count()}; "
           f"torch threads default={torch.get_num_threads()}; load avg={os.getloadavg()[0]:.1f}")
     print(f"data: synthetic {args.shape} CE={args.ce}, n={args.n}")
-    for fam_name, backend, threads in [(f, b, t) for f in args.families
-                                       for b in args.backend for t in args.threads]:
+    for fam_name, opt, backend, threads in [(f, o, b, t) for f in args.families
+                                            for o in args.optimizer
+                                            for b in args.backend for t in args.threads]:
         # compile (or load) the kernels outside the timing: a tiny fit
         families.get(fam_name, device=args.device, n_threads=threads, backend=backend,
-                     max_epochs=2, max_knots=1).fit(s[:400], y[:400])
-        fam = families.get(fam_name, device=args.device, n_threads=threads, backend=backend)
+                     max_epochs=2, max_knots=1, optimizer=opt).fit(s[:400], y[:400])
+        fam = families.get(fam_name, device=args.device, n_threads=threads, backend=backend,
+                           optimizer=opt)
         t0, c0 = time.perf_counter(), time.process_time()
         fam.fit(s, y)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         n_models = fam.n_epochs_.size
         epochs = int(fam.n_epochs_.sum())
+        head = (f"{fam_name:7s} {opt:5s} {resolve_backend(backend, dev):5s} "
+                f"threads={threads or torch.get_num_threads()}: batched CV fit "
+                f"({n_models} models, {epochs} model-{'epochs' if opt == 'adam' else 'passes'}, "
+                f"max {fam.n_epochs_.max()}) wall {wall:6.2f} s (cpu {cpu:6.2f} s), "
+                f"chose {fam.n_pieces_} pieces")
+        if opt == "lbfgs":
+            print(head)
+            continue
         # one model at a time with the same code: a few (fold, k) alone
         trainer = fam._trainer()
         folds = kfold_indices(args.n, fam.n_folds, fam.seed)
@@ -78,11 +93,7 @@ def main() -> None:
             per_epoch.append((time.perf_counter() - t1) / int(res.n_epochs[0, 0]))
             assert res.n_epochs[0, 0] == fam.n_epochs_[g, k]
         alone = float(np.mean(per_epoch)) * epochs
-        print(f"{fam_name:7s} {resolve_backend(backend, dev):5s} "
-              f"threads={threads or torch.get_num_threads()}: batched CV fit "
-              f"({n_models} models, {epochs} model-epochs, max {fam.n_epochs_.max()}) "
-              f"wall {wall:6.2f} s (cpu {cpu:6.2f} s), chose {fam.n_pieces_} pieces; "
-              f"one at a time ~{alone:7.1f} s (est. from {len(picks)} models, "
+        print(f"{head}; one at a time ~{alone:7.1f} s (est. from {len(picks)} models, "
               f"{1e3 * np.mean(per_epoch):.2f} ms/epoch); ratio {alone / wall:5.1f}x")
 
 

@@ -296,12 +296,10 @@ def _splitmix(state):
 
 
 @njit(cache=True, error_model="numpy")
-def shuffle_labels(key, epoch, label, out):
-    """``out`` = ``label`` in a uniformly random order (Fisher-Yates; the
-    index drawn by Lemire's multiply-shift with rejection: exactly uniform)."""
-    state = key ^ (np.uint64(epoch + 1) * _MIX2)
-    n = label.shape[0]
-    out[:] = label
+def _shuffle_sequential(state, out):
+    """Fisher-Yates on ``out`` from the SplitMix64 ``state`` (the index drawn
+    by Lemire's multiply-shift with rejection: exactly uniform)."""
+    n = out.shape[0]
     for i in range(n - 1, 0, -1):
         bound = np.uint64(i + 1)
         state, z = _splitmix(state)
@@ -314,6 +312,43 @@ def shuffle_labels(key, epoch, label, out):
                 m = (z >> _S32) * bound
                 low = m & _LOW32
         j = np.int64(m >> _S32)
+        tmp = out[i]
+        out[i] = out[j]
+        out[j] = tmp
+
+
+@njit(cache=True, error_model="numpy")
+def shuffle_labels(key, epoch, label, out):
+    """``out`` = ``label`` in a uniformly random order: :func:`_shuffle_sequential`.
+
+    SplitMix64's t-th output depends only on ``state + t * golden``, so while
+    no draw is rejected the swap indices are computed first, in a loop the
+    compiler vectorises, and applied after; a rejection is possible only
+    where ``low < bound`` (chance about n^2 / 2^33 per shuffle: ~1 % at
+    n = 9000), and then the whole shuffle is redone sequentially. Both paths
+    give the same permutation."""
+    state = key ^ (np.uint64(epoch + 1) * _MIX2)
+    n = label.shape[0]
+    out[:] = label
+    if n < 2:
+        return
+    js = np.empty(n - 1, dtype=np.int64)
+    maybe = 0
+    for t in range(n - 1):
+        bound = np.uint64(n - t)
+        z = state + np.uint64(t + 1) * _GOLDEN
+        z = (z ^ (z >> _S30)) * _MIX1
+        z = (z ^ (z >> _S27)) * _MIX2
+        z = z ^ (z >> _S31)
+        m = (z >> _S32) * bound
+        maybe += (m & _LOW32) < bound
+        js[t] = np.int64(m >> _S32)
+    if maybe:
+        _shuffle_sequential(state, out)
+        return
+    for t in range(n - 1):
+        i = n - 1 - t
+        j = js[t]
         tmp = out[i]
         out[i] = out[j]
         out[j] = tmp

@@ -245,13 +245,14 @@ def scratch(K1, B):
 
 @njit(cache=True, error_model="numpy")
 def _train_row(P, m, v, ks, rgroup, bdata, bounds, rscale, nvirt, space, loss, step0, lr,
-               ep_loss, grad, r):
-    """One epoch of row r: every mini-batch ``bounds`` of its group's order."""
+               ep_loss, grad, r, work):
+    """One epoch of row r: every mini-batch ``bounds`` of its group's order
+    (``work``: the arrays of :func:`scratch`)."""
     K1 = (P.shape[1] - 1) // 2
     nb = bounds.shape[0] - 1
     k = ks[r]
     g = rgroup[r]
-    p, t, u, X, h, bb, aa, inv, S0, S1, dh, dX, dp, gb, lb = scratch(K1, bdata.shape[2])
+    p, t, u, X, h, bb, aa, inv, S0, S1, dh, dX, dp, gb, lb = work
     lsum = 0.0
     for bi in range(nb):
         geometry(P, r, k, K1, space, False, p, t, u, X, h, bb, aa, inv)
@@ -270,9 +271,10 @@ def epoch_serial(P, m, v, ks, rgroup, bdata, bounds, rscale, nvirt, space, loss,
     the point arrays (input, labels) of group g's points, batch after batch
     (``bounds``), each batch in increasing input order; ``rscale[g, b]``:
     1 / real points of group g's batch b, ``nvirt[g, b]`` its virtual points."""
+    work = scratch((P.shape[1] - 1) // 2, bdata.shape[2])     # every entry is written before read
     for r in range(P.shape[0]):
         _train_row(P, m, v, ks, rgroup, bdata, bounds, rscale, nvirt, space, loss, step0, lr,
-                   ep_loss, grad, r)
+                   ep_loss, grad, r, work)
 
 
 @njit(cache=True, parallel=True, error_model="numpy")
@@ -281,15 +283,16 @@ def epoch_parallel(P, m, v, ks, rgroup, bdata, bounds, rscale, nvirt, space, los
     """:func:`epoch_serial` with the rows spread over threads (same results)."""
     for r in prange(P.shape[0]):
         _train_row(P, m, v, ks, rgroup, bdata, bounds, rscale, nvirt, space, loss, step0, lr,
-                   ep_loss, grad, r)
+                   ep_loss, grad, r, scratch((P.shape[1] - 1) // 2, bdata.shape[2]))
 
 
 @njit(cache=True, error_model="numpy")
 def shuffle_gather(keys, epoch, active, label, bounds, members, data, n_real, out, rscale,
                    nvirt):
     """The batches of :func:`.algorithm.batch_orders`, gathered in the same
-    pass: ``out[g]`` = the point arrays of group g's members, batch after
-    batch (each in increasing input order), for the active groups; per batch
+    pass: ``out[g]`` = the point arrays of group g's members (``data[g]``,
+    in increasing input order), batch after batch (each in increasing input
+    order), for the active groups; per batch
     b ``rscale[g, b]`` = 1 / its real points (1 if none) and ``nvirt[g, b]``
     its virtual points (indices >= n_real). Every member is written straight
     to its place (no order array written and read back)."""
@@ -309,10 +312,10 @@ def shuffle_gather(keys, epoch, active, label, bounds, members, data, n_real, ou
             fill[bi] += 1
             if mem[i] >= n_real:
                 nvirt[g, bi] += 1.0
-        for a in range(data.shape[0]):   # one array at a time: contiguous 1-D loops
-            src, dst = data[a], out[g, a]
+        for a in range(data.shape[1]):   # one array at a time: contiguous 1-D loops
+            src, dst = data[g, a], out[g, a]
             for i in range(n):
-                dst[dest[i]] = src[mem[i]]
+                dst[dest[i]] = src[i]
         for bi in range(nb):
             rscale[g, bi] = 1.0 / max(bounds[bi + 1] - bounds[bi] - nvirt[g, bi], 1.0)
 
@@ -331,6 +334,9 @@ class NumbaEpochs:
         self.bdata = np.zeros((G, problem.data.shape[0], nmax))
         self.rscale = np.ones((G, n_batches))
         self.nvirt = np.zeros((G, n_batches))
+        self.grad = np.zeros((0, 0))
+        # every group's member arrays once, in order: the gather reads them sequentially
+        self.gdata = np.ascontiguousarray(problem.data[:, problem.members].transpose(1, 0, 2))
 
     def threads(self):
         # numba's thread pool is started only when a parallel fit asks for it
@@ -340,10 +346,12 @@ class NumbaEpochs:
         """Epoch ``epoch`` of every working row (in place; the batches of
         :func:`.algorithm.batch_orders`); their epoch losses."""
         prob = self.problem
-        shuffle_gather(keys, epoch, active, label, self.bounds, prob.members, prob.data,
+        shuffle_gather(keys, epoch, active, label, self.bounds, prob.members, self.gdata,
                        prob.n_real, self.bdata, self.rscale, self.nvirt)
         ep_loss = np.empty(rows.P.shape[0])
-        grad = np.zeros_like(rows.P)
+        if self.grad.shape != rows.P.shape:
+            self.grad = np.zeros_like(rows.P)     # a row's entries are written before read
+        grad = self.grad
         run = epoch_parallel if self.n_threads > 1 else epoch_serial
         run(rows.P, rows.m, rows.v, rows.k, rows.group, self.bdata, self.bounds, self.rscale,
             self.nvirt, self.space, self.loss, step0, self.lr, ep_loss, grad)

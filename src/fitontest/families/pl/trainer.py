@@ -23,6 +23,7 @@ from . import algorithm as alg
 from .family import evaluate_map
 
 BACKENDS = ("auto", "numba", "torch")
+OPTIMIZERS = ("adam", "lbfgs")
 
 
 def resolve_backend(backend: str, device) -> str:
@@ -115,11 +116,17 @@ class BatchedTrainer:
     ``"auto"`` (numba on the CPU, torch on CUDA). ``n_threads``: numba's rows
     over threads (None: torch's setting), torch's intra-op threads (None:
     leave them), restored after the fit.
+    ``optimizer``: ``"adam"`` (the paper's mini-batch Adam with early
+    stopping, either backend) or ``"lbfgs"`` (full-batch L-BFGS per model,
+    :mod:`.lbfgs`, numba only; ``n_threads=None`` means one thread there).
     """
 
     def __init__(self, *, space: str, loss: str, lr: float = 0.01, max_epochs: int = 1500,
                  patience: int = 20, seed: int = 0, device: str = "cpu",
-                 n_threads: int | None = None, backend: str = "auto"):
+                 n_threads: int | None = None, backend: str = "auto",
+                 optimizer: str = "adam"):
+        if optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
         if space not in alg.SPACES:
             raise ValueError(f"space must be 'prob' or 'logit', got {space!r}")
         if loss not in alg.LOSSES:
@@ -129,6 +136,7 @@ class BatchedTrainer:
         self.device = device
         self.n_threads = n_threads
         self.backend = backend
+        self.optimizer = optimizer
 
     def fit(self, s, y, groups, ks, *, n_batches: int, pad_knots: int | None = None,
             group_ids=None, trace: bool = False) -> BatchedResult:
@@ -156,6 +164,9 @@ class BatchedTrainer:
             raise ValueError("need one group id per group")
         dev = resolve_device(self.device)
         backend = resolve_backend(self.backend, dev)
+        if self.optimizer == "lbfgs" and backend != "numba":
+            raise ValueError("optimizer 'lbfgs' runs on the numba backend (CPU) only; use "
+                             "optimizer='adam' for the torch / CUDA path")
         space, loss = alg.SPACES[self.space], alg.LOSSES[self.loss]
         data = FitData(s, y, groups, space, loss)
         n_batches = int(n_batches)
@@ -167,6 +178,8 @@ class BatchedTrainer:
         group_of = np.repeat(np.arange(G), C)
         k_of = np.tile(ks, G)
         P = alg.initial_params([data.sorted_s[g] for g in group_of], k_of, kmax, space)
+        if self.optimizer == "lbfgs":
+            return self._fit_lbfgs(data, P, group_of, k_of, ks, kmax, space, loss)
         _, bounds, label = alg.batch_layout(data.nmax, n_batches)
         keys = alg.shuffle_keys(self.seed, gids)
         if backend == "numba":
@@ -185,8 +198,10 @@ class BatchedTrainer:
 
         rows = alg.TrainingRows(P, k_of, group_of, self.patience, self.max_epochs, trace)
         with epochs.threads(), np.errstate(divide="ignore", over="ignore"):
+            n_rows = -1
             for epoch in range(self.max_epochs):
-                active = np.unique(rows.group)        # finished groups need no batches
+                if rows.group.shape[0] != n_rows:     # finished groups need no batches
+                    n_rows, active = rows.group.shape[0], np.unique(rows.group)
                 ep_loss = epochs.epoch(rows, keys, epoch, label, active, epoch * n_batches)
                 if rows.end_epoch(epoch, ep_loss):
                     break
@@ -198,3 +213,32 @@ class BatchedTrainer:
                              knots=knots.reshape(G, C, K2), heights=heights.reshape(G, C, K2),
                              n_epochs=rows.out_epochs.reshape(G, C),
                              final_loss=rows.out_loss.reshape(G, C))
+
+    def _fit_lbfgs(self, data, P, group_of, k_of, ks, kmax, space, loss) -> BatchedResult:
+        """Every row by full-batch L-BFGS (:mod:`.lbfgs`); ``max_epochs`` caps
+        its passes over the data (0: the identity initialisation)."""
+        from fitontest.core.runtime import numba_threads
+        from .lbfgs import lbfgs_parallel, lbfgs_serial
+
+        gdata = np.ascontiguousarray(data.data[:, data.members].transpose(1, 0, 2))
+        nvirt = (data.members >= data.n_real).sum(axis=1).astype(np.float64)
+        rscale = 1.0 / np.maximum(data.nmax - nvirt, 1.0)
+        out_loss = np.full(P.shape[0], np.nan)
+        out_evals = np.zeros(P.shape[0], dtype=np.int64)
+        self.history_ = None
+        if self.max_epochs > 0:
+            threads = 1 if self.n_threads is None else int(self.n_threads)
+            with np.errstate(divide="ignore", over="ignore"):
+                if threads > 1:
+                    with numba_threads(threads):
+                        lbfgs_parallel(P, k_of, group_of, gdata, rscale, nvirt, space, loss,
+                                       int(self.max_epochs), out_loss, out_evals)
+                else:
+                    lbfgs_serial(P, k_of, group_of, gdata, rscale, nvirt, space, loss,
+                                 int(self.max_epochs), out_loss, out_evals)
+        knots, heights = alg.maps(P, k_of, space)
+        G, C, K2 = data.G, ks.shape[0], kmax + 2
+        return BatchedResult(space=self.space, ks=ks,
+                             knots=knots.reshape(G, C, K2), heights=heights.reshape(G, C, K2),
+                             n_epochs=out_evals.reshape(G, C),
+                             final_loss=out_loss.reshape(G, C))
