@@ -68,3 +68,24 @@ def test_replicates_do_not_depend_on_how_the_resamples_are_chunked():
         all_ = fam.bootstrap_replicates(s, y, [np.random.default_rng(4).integers(0, 3000,
                                                                                   (9, 3000))])
         np.testing.assert_allclose(one, all_, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("name", ["ece_es_cv", "ece_ew_cv", "ece_es_sweep", "ece_es15"])
+def test_replicates_of_rows_shorter_than_the_sample_equal_refitting(name):
+    """The consistency worlds of ``intervals`` (method "inverted") draw n
+    points from a doubled sample of 2n (each score with label 0 and with
+    label 1): the batched path must cut its CV folds by the row's length, as
+    a refit on that row does."""
+    rng = np.random.default_rng(4)
+    n = 300
+    s = rng.random(n)
+    s2, y2 = np.concatenate((s, s)), np.concatenate((np.zeros(n), np.ones(n)))
+    idx = rng.integers(0, n, size=(5, n)) + n * (rng.random((5, n)) < s[None, :] ** 1.3)
+    fam = families.get(name)
+    batched = fam.bootstrap_replicates(s2, y2, [idx], p=1)
+    from fitontest.families.base import used_estimates, estimates
+    refit = [used_estimates(estimates(families.get(name).fit(s2[r], y2[r]), s2[r]))[0]
+             for r in idx]
+    np.testing.assert_allclose(batched, refit, rtol=0, atol=1e-12)
+    iv = ce_interval(name, s, (rng.random(n) < s).astype(float), method="inverted", n_boot=40)
+    assert 0.0 <= iv.lo <= iv.hi

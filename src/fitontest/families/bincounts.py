@@ -374,15 +374,21 @@ def chunk_rows(n: int, m: int) -> int:
 def replicate_estimates(fam, s: np.ndarray, y: np.ndarray, resamples: Iterable[np.ndarray],
                         p: int = 1) -> np.ndarray:
     """Used L^p estimate of ``fam`` refitted on every resample row ``s[ix], y[ix]``,
-    for ``resamples`` an iterable of (k, n) index arrays; each is cut into
-    chunks of :func:`chunk_rows` rows, so memory does not grow with R."""
+    for ``resamples`` an iterable of (k, m) index arrays into ``s`` (a resample
+    may be shorter than ``s``: the consistency worlds of ``intervals`` draw n
+    points from a doubled sample); each is cut into chunks of
+    :func:`chunk_rows` rows, so memory does not grow with R. The CV folds are
+    those of a row's length, computed once per length."""
     codes = Codes(s, y)
-    step = chunk_rows(s.size, codes.m)
-    tests = fold_tests(fam, s.size)
+    tests = {}
     out = []
     for block in resamples:
+        m = block.shape[1]
+        if m not in tests:
+            tests[m] = fold_tests(fam, m)
+        step = chunk_rows(m, codes.m)
         for i in range(0, block.shape[0], step):
             pairs = codes.pairs[block[i:i + step]]
-            _, _, cnt, ssum, ysum, _ = fit_rows(fam, pairs, codes, tests)
+            _, _, cnt, ssum, ysum, _ = fit_rows(fam, pairs, codes, tests[m])
             out.append(used_estimates(cnt, ssum, ysum, p))
     return np.concatenate(out) if out else np.empty(0)
