@@ -6,7 +6,7 @@ from fitontest import families, metrics
 from fitontest.data import synthetic
 from fitontest.intervals import (CEInterval, bootstrap_indices, ce_interval, interval_settings,
                                  refit_replicates, resolve_method)
-from fitontest.binning_bootstrap import replicate_estimates
+from fitontest.intervals import replicate_estimates
 
 BINNING = ["ece_es15", "ece_ew15", "ece_es_sweep", "ece_ew_sweep", "ece_es_cv", "ece_ew_cv"]
 

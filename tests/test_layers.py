@@ -24,7 +24,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 #: workflow's layers in folders beneath (docs/architecture.md).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("core",)),
-    ("methods", ("families", "multiclass", "metrics", "intervals", "binning_bootstrap",
+    ("methods", ("families", "multiclass", "metrics", "intervals",
                  "selection", "calibration_tests")),
     ("data", ("data", "models")),
     ("vision", ("vision",)),

@@ -1,7 +1,7 @@
 """The ``fitontest`` command (README, "Evaluate your own predictions").
 
-- ``fitontest evaluate PRED``: CE estimates of a model's K-class predictions
-  (:func:`fitontest.evaluate`) with one or more evaluators, as a table or JSON;
+- ``fitontest evaluate PRED``: CE estimates and calibration-test p-values of a
+  model's K-class predictions (:func:`fitontest.evaluate`), as a table or JSON;
   ``--plot`` draws the smooth reliability diagram;
 - ``fitontest families``: every registered family and multi-class calibrator;
 - ``fitontest bench NAME_OR_MODULE[:CLASS]``: scores one evaluator on the
@@ -420,12 +420,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--interval", type=float, metavar="LEVEL",
                     help="add a bootstrap interval at this level (e.g. 0.9)")
     ev.add_argument("--test", choices=["kuiper", "ks", "tcal", "consistency", "none"],
-                    default="kuiper",
-                    help="test of perfect calibration whose p-value is printed (column "
-                         "p-value; Bonferroni over classes in the 'all' row): kuiper (default) "
-                         "and ks are O(n log n) cumulative-difference tests, tcal and "
-                         "consistency Monte Carlo tests (consistency around the evaluator); "
-                         "none skips it")
+                    default="kuiper", help="test of perfect calibration whose p-value is "
+                    "printed (Bonferroni over classes in the 'all' row): kuiper (default), ks "
+                    "(O(n log n)), tcal, consistency (Monte Carlo, around the evaluator), none")
     ev.add_argument("--plot", metavar="OUT.png",
                     help="also write the smooth reliability diagram of the confidence task "
                     "(ovr / classwise: of the first class) to this image file")
