@@ -130,3 +130,17 @@ def test_subsets_roundtrip(tmp_path):
     back = load_subsets(tmp_path / "s.npz")
     assert back.keys() == subsets.keys()
     assert all(np.array_equal(back[k], subsets[k]) for k in subsets)
+
+
+def test_only_families_with_n_threads_take_threads():
+    """The evaluate job hands its threads only to families that take them: a
+    SLURM profile gives every evaluate job several, and BinningFamily has no
+    n_threads (a TypeError under SLURM before)."""
+    from fitontest import families
+    from fitontest.study.experiment import takes_threads
+
+    assert takes_threads("pl3_ce") and takes_threads("pl_ce")
+    assert not takes_threads("ece_es15") and not takes_threads("isotonic")
+    for name in families.names():
+        if takes_threads(name):
+            families.get(name, n_threads=2)

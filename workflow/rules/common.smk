@@ -145,6 +145,6 @@ def fit_threads(wildcards):
     with ``n_threads``: PL / PL3, the longest jobs, the same result on any
     number of threads), so that the last of them does not end the run on one
     core while the others idle; one for the rest."""
-    from fitontest import families
+    from fitontest.study.experiment import takes_threads
 
-    return all_cores() if "n_threads" in families.get(wildcards.evaluator).get_params() else 1
+    return all_cores() if takes_threads(wildcards.evaluator) else 1

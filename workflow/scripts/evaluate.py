@@ -1,5 +1,5 @@
 """Rule evaluate: one evaluator on every test subset of every (task, calibrator) of a network."""
-from fitontest.study.experiment import family_params, score_evaluator, tidy
+from fitontest.study.experiment import family_params, score_evaluator, takes_threads, tidy
 from fitontest.core.io import load_npz, load_subsets, save_parquet, script_logger
 from fitontest.core.runtime import limit_threads
 from fitontest.study.schema import SCORE_COLUMNS
@@ -9,7 +9,9 @@ limit_threads(snakemake.threads)
 w = snakemake.wildcards
 params = family_params(w.evaluator, {w.evaluator: snakemake.params.family_params},
                        snakemake.params.seed)
-if snakemake.threads > 1:     # a family that spreads one fit over threads (fit_threads)
+# a family that spreads one fit over threads gets the job's threads (a cluster
+# profile may give any job several; the others take no such parameter)
+if snakemake.threads > 1 and takes_threads(w.evaluator):
     params.setdefault("n_threads", snakemake.threads)
 subsets = load_subsets(snakemake.input.subsets)
 for (task, cal), cal_path, truth_path, out in zip(snakemake.params.pairs,

@@ -16,6 +16,12 @@ from fitontest.families.base import estimates, used_estimates
 from .schema import CALIBRATOR_COLUMNS, SCORE_COLUMNS
 
 
+
+def takes_threads(name: str) -> bool:
+    """Whether family ``name`` spreads one fit over threads (an ``n_threads``
+    parameter: PL / PL3, the same result on any number of threads)."""
+    return "n_threads" in families.get(name).get_params()
+
 def family_params(name: str, config_params: Mapping[str, Mapping[str, Any]] | None,
                   seed: int | None = None) -> dict[str, Any]:
     """Constructor overrides for family ``name``: the config's ``family_params``
