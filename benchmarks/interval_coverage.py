@@ -17,6 +17,7 @@ Carlo SE and mean width per (family, p, method, CE, n).
     python benchmarks/interval_coverage.py [--samples 400] [--n 1000,3000,10000]
         [--families ece_es15,...] [--methods inverted,sun,basic,percentile]
         [--ce 0,0.005,0.01,0.02,0.05,0.1] [--n-boot 200] [--level 0.9] [--workers 2]
+        [--alpha-scales 0.6,0.8]     # also "inverted" read at other levels, same worlds
 """
 from __future__ import annotations
 
@@ -34,7 +35,9 @@ from scipy.stats import beta as beta_dist
 
 from fitontest import families
 from fitontest.data.synthetic import BASE_SHAPES
-from fitontest.intervals import IntervalCoverageWarning, bootstrap_interval
+from fitontest.families.base import estimates, used_estimates
+from fitontest.intervals import (IntervalCoverageWarning, bootstrap_interval, invert,
+                                 inverted_level, world_replicates)
 
 BINNING = ("ece_es15", "ece_ew15", "ece_es_sweep", "ece_es_cv", "ece_ew_cv")
 LAWS = {"U": (1.0, 1.0), "Beta(2,5)": (2.0, 5.0)}
@@ -95,9 +98,24 @@ def draw(kind: str, law: str, ce: float, n: int, seed: int):
     return np.clip(_distortion(kind, par)(c), 0.0, 1.0), y
 
 
+def inverted_rows(fam, s, y, p, n_boot, seed, level, scales):
+    """(label, lo, hi, seconds) of "inverted" at each alpha scale (None: the
+    default's, intervals.INVERTED_ALPHA_SCALE): one set of worlds, inverted at
+    every scale, so the scales are compared on the same replicates."""
+    t0 = time.process_time()
+    theta, reps = world_replicates(fam, s, y, max(int(n_boot) // 2, 20), seed, p)
+    estimate = float(used_estimates(estimates(fam, s))[p - 1])
+    sec = time.process_time() - t0
+    out = []
+    for k in scales:
+        lo, hi = invert(estimate, theta, reps, inverted_level(level, k))
+        out.append(("inverted" if k is None else f"inverted k={k:g}", lo, hi, sec))
+    return out
+
+
 def run_cell(task):
     """Rows (family, p, method, ce, n, covered, width, seconds) of one chunk of samples."""
-    fams, methods, ce, n, seeds, n_boot, level = task
+    fams, methods, ce, n, seeds, n_boot, level, scales = task
     out = []
     warnings.simplefilter("ignore", IntervalCoverageWarning)
     wl = worlds_for(ce)
@@ -110,6 +128,12 @@ def run_cell(task):
             for p in (1, 2):
                 for m in methods:
                     if m == "sun" and not name.startswith("ece_"):
+                        continue
+                    if m == "inverted":
+                        for label, lo, hi, sec in inverted_rows(fam, s, y, p, n_boot, [seed, 7],
+                                                                level, scales):
+                            out.append((name, p, label, ce, n, lo <= truth[p - 1] <= hi,
+                                        hi - lo, sec))
                         continue
                     t0 = time.process_time()
                     ci = bootstrap_interval(fam, s, y, p=p, level=level, n_boot=n_boot,
@@ -157,6 +181,9 @@ def main() -> None:
     ap.add_argument("--ce", default="0,0.005,0.01,0.02,0.05,0.1")
     ap.add_argument("--n-boot", type=int, default=200)
     ap.add_argument("--level", type=float, default=0.9)
+    ap.add_argument("--alpha-scales", default="",
+                    help="also score 'inverted' read at level 1 - k (1 - level) for these k "
+                         "(comma-separated), on the same worlds")
     ap.add_argument("--workers", type=int, default=1, choices=(1, 2))
     ap.add_argument("--chunk", type=int, default=20)
     ap.add_argument("--out", default=None, help="write the table here (markdown)")
@@ -168,8 +195,9 @@ def main() -> None:
     for ce in ces:
         print(f"CE {ce:g}: " + ", ".join(
             f"{k}/{law} (CE^2 {world(k, law, ce)[2]:.2e})" for k, law in worlds_for(ce)))
+    scales = [None] + [float(k) for k in args.alpha_scales.split(",") if k]
     tasks = [(fams, methods, ce, n, range(i, min(i + args.chunk, args.samples)), args.n_boot,
-              args.level)
+              args.level, scales)
              for n in sizes for ce in ces for i in range(0, args.samples, args.chunk)]
     t0 = time.time()
     rows = []
@@ -178,6 +206,7 @@ def main() -> None:
         return (f"command: python benchmarks/interval_coverage.py --samples {args.samples} "
                 f"--n {args.n} --families {args.families} --methods {args.methods} "
                 f"--ce {args.ce} --n-boot {args.n_boot} --level {args.level} "
+                f"--alpha-scales {args.alpha_scales or '(none)'} "
                 f"--workers {args.workers}\nwall {time.time() - t0:.0f} s, {os.cpu_count()} CPUs, "
                 f"load {os.getloadavg()[0]:.1f}; {len(rows)} intervals\n\n")
 
