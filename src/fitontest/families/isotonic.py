@@ -1,9 +1,21 @@
-"""Isotonic regression (docs/methods.md §3)."""
+"""Isotonic regression (docs/methods.md §3.4), with its bootstrap replicates
+computed from per-score label counts (§3.4, "Replicates")."""
 from __future__ import annotations
+
+from typing import Iterable
 
 import numpy as np
 
 from . import CalibrationFamily, register
+from .bincounts import Codes
+
+#: scikit-learn pools scores closer than this to the first score of a tie group
+#: (``_make_unique`` in sklearn/_isotonic.pyx: ``numpy.finfo(float64).resolution``)
+TIE_EPS = float(np.finfo(np.float64).resolution)
+#: cells (rows x 2 x distinct scores) of one bincount over a chunk of resampled rows
+CHUNK_CELLS = 2 ** 22
+#: the methods whose override by a subclass disables the shortcut (it is this map's)
+_SHORTCUT_ASSUMES = ("_fit", "_predict", "ce_estimate", "ce_estimate_debiased")
 
 
 @register("isotonic")
@@ -13,7 +25,11 @@ class IsotonicFamily(CalibrationFamily):
     ``sklearn.isotonic.IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip")``
     on the scores (increasing). Fitted: ``regressor_``. Prediction interpolates
     linearly between the fitted thresholds (sklearn's behaviour) and is
-    constant beyond the fitted range."""
+    constant beyond the fitted range.
+
+    :meth:`bootstrap_replicates` does not refit scikit-learn per resample: it
+    pools each resample's labels per distinct score and runs scipy's weighted
+    pool-adjacent-violators on them, equal to the refit to rounding."""
 
     def __init__(self):
         pass
@@ -26,3 +42,97 @@ class IsotonicFamily(CalibrationFamily):
 
     def _predict(self, s):
         return np.asarray(self.regressor_.predict(s), dtype=np.float64)
+
+    def bootstrap_replicates(self, scores, labels, resamples: Iterable[np.ndarray],
+                             p: int = 1) -> np.ndarray:
+        """Plug-in L^p estimate of the isotonic map refitted on every resample
+        ``scores[ix], labels[ix]``, shape (R,) -- as the base class's refit
+        loop, without refitting scikit-learn (docs/methods.md §3.4).
+
+        The sample's distinct scores are sorted once; a chunk of rows gets its
+        per-score counts of label 0 and 1 from one bincount; per row, the
+        weighted PAV (:func:`scipy.optimize.isotonic_regression`) of the label
+        means of the scores present is the fitted map at them, and the
+        estimate is their count-weighted mean of |fit - s|^p."""
+        if any(getattr(type(self), m) is not getattr(IsotonicFamily, m)
+               for m in _SHORTCUT_ASSUMES):
+            return super().bootstrap_replicates(scores, labels, resamples, p=p)
+        if p not in (1, 2):
+            raise ValueError(f"p must be 1 or 2, got {p!r}")
+        s, y = self._check_sample(scores, labels)
+        codes = Codes(s, y)
+        # scores sklearn could pool although distinct (closer than TIE_EPS):
+        # only then does a row need the grouping pass
+        near = bool(np.any(np.diff(codes.uniq) < TIE_EPS))
+        out = []
+        for block in resamples:
+            block = np.asarray(block)
+            if block.ndim != 2 or not (np.issubdtype(block.dtype, np.integer) or block.size == 0):
+                raise ValueError(f"resamples must be (k, n) integer index arrays, got shape "
+                                 f"{block.shape} and dtype {block.dtype}")
+            if block.shape[0] and block.shape[1] < self.min_points:
+                raise ValueError(f"need at least {self.min_points} points, got {block.shape[1]}")
+            step = max(1, CHUNK_CELLS // (2 * codes.m))
+            for r0 in range(0, block.shape[0], step):
+                out.extend(_chunk_estimates(codes, block[r0:r0 + step], p, near))
+        return np.asarray(out, dtype=np.float64)
+
+
+def _chunk_estimates(codes: Codes, rows: np.ndarray, p: int, near: bool) -> list[float]:
+    """Plug-in estimates of the rows ``rows`` (k, n) of indices into the sample."""
+    k, n, m = rows.shape[0], rows.shape[1], codes.m
+    # pairs = code + m * label, so row r's counts are cells [2 m r, 2 m (r + 1))
+    cells = codes.pairs[rows] + (2 * m * np.arange(k, dtype=np.int64))[:, None]
+    counts = np.bincount(cells.ravel(), minlength=2 * m * k).reshape(k, 2, m)
+    return [row_estimate(codes.uniq, counts[r, 0], counts[r, 1], n, p, near) for r in range(k)]
+
+
+def row_estimate(uniq: np.ndarray, n0: np.ndarray, n1: np.ndarray, n: int, p: int,
+                 near: bool = True) -> float:
+    """Plug-in L^p estimate of the isotonic map fitted on a sample of ``n``
+    points with ``n0[j]`` labels 0 and ``n1[j]`` labels 1 at score ``uniq[j]``.
+
+    As scikit-learn: tied scores are pooled into their weighted label mean, and
+    so are distinct scores closer than :data:`TIE_EPS` to the first score of
+    their group (``near``: the scores may hold such; the fitted map is then
+    interpolated between the groups' first scores as sklearn's prediction is).
+    """
+    from scipy.optimize import isotonic_regression
+
+    present = np.flatnonzero(n0 + n1)
+    x = uniq[present]
+    w = (n0[present] + n1[present]).astype(np.float64)
+    pos = n1[present].astype(np.float64)
+    starts = _group_starts(x) if near else None
+    if starts is None or starts.all():
+        # counts are exact in float64, so pos / w is sklearn's weighted mean of 0/1
+        fit = isotonic_regression(pos / w, weights=w).x
+    else:
+        group = np.cumsum(starts) - 1
+        gw, gpos = np.bincount(group, w), np.bincount(group, pos)
+        fit = np.interp(x, x[starts], isotonic_regression(gpos / gw, weights=gw).x)
+    d = np.abs(fit - x)
+    return float(np.dot(w, d if p == 1 else d * d) / n)
+
+
+def _group_starts(x: np.ndarray) -> np.ndarray:
+    """Which sorted distinct scores ``x`` start a group of scikit-learn's
+    ``_make_unique``: a score joins the group of the last start unless it is at
+    least TIE_EPS above it (differences rounded as sklearn rounds them)."""
+    starts = np.ones(x.size, dtype=bool)
+    starts[1:] = np.diff(x) >= TIE_EPS
+    if starts.all():
+        return starts
+    # only runs of scores closer than TIE_EPS to their predecessor need the
+    # sequential rule; the score before a run starts a group, and within a run
+    # the (rounded) difference to that start does not decrease
+    inside = np.flatnonzero(~starts)
+    for run in np.split(inside, np.flatnonzero(np.diff(inside) > 1) + 1):
+        start, last = run[0] - 1, run[-1]
+        while True:
+            nxt = start + 1 + int(np.searchsorted(x[start + 1:last + 1] - x[start], TIE_EPS))
+            if nxt > last:
+                break
+            starts[nxt] = True
+            start = nxt
+    return starts
