@@ -115,6 +115,9 @@ def test_bad_input_and_subclass_fallback():
         fam.bootstrap_replicates(s, y, [np.zeros((3, 1), int)])
     with pytest.raises(IndexError):
         fam.bootstrap_replicates(s, y, [np.full((1, 50), 50)])
+    assert fam.bootstrap_replicates(s, y, [np.empty((0, 50), int)]).shape == (0,)
+    with pytest.raises(ValueError, match="integer index"):
+        fam.bootstrap_replicates(s, y, [np.zeros((2, 50))])
 
     class Shifted(IsotonicFamily):       # another map: the shortcut must not apply
         def _predict(self, s):
