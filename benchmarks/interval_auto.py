@@ -1,0 +1,97 @@
+"""The ``auto`` choice and the measured coverage table of fitontest.intervals,
+derived from the coverage benchmark's output (docs/methods.md §11.3).
+
+Reads one or more outputs of benchmarks/interval_coverage.py (markdown; later
+files win for a repeated (family, p, method, n) row) and prints, per (family,
+p), each method's smallest coverage over the (CE, n) cells, its samples per
+cell, the cells within 90 +- 3 % and the mean width, then the entries of
+``AUTO`` and ``MEASURED_MIN_COVERAGE`` as Python.
+
+Rule (the issue's target: >= 87 % in every cell at level 0.9): a cell is
+*short* when its coverage is more than one Monte Carlo SE below 87 %;
+``auto`` is the narrowest candidate with no short cell, else the candidate
+with the largest smallest coverage. (The library's ``valid`` flag is looser:
+it warns only where a cell is significantly short, by 2 SEs.) Candidates: ``inverted`` and ``sun`` (the two built to be
+valid at CE = 0).
+
+    python benchmarks/interval_auto.py benchmarks/measured/interval_coverage.md
+"""
+from __future__ import annotations
+
+import argparse
+import re
+
+import numpy as np
+
+CANDIDATES = ("inverted", "sun")
+FLOOR = 0.87
+_SECTION = re.compile(r"^### (\S+), p = (\d)")
+_CELL = re.compile(r"([\d.]+) \(([\d.]+)\) / ([\d.]+)")
+
+
+def parse(paths) -> dict:
+    """{(family, p, method): {n: [(cov, se, width), ...]}} of every table row."""
+    rows: dict = {}
+    for path in paths:
+        key = None
+        for line in open(path, encoding="utf-8"):
+            m = _SECTION.match(line)
+            if m:
+                key = (m.group(1), int(m.group(2)))
+                continue
+            parts = [c.strip() for c in line.strip().strip("|").split("|")]
+            if key is None or len(parts) < 4 or not parts[1].isdigit():
+                continue
+            cells = [tuple(float(v) / (100.0 if i < 2 else 1.0) for i, v in enumerate(c.groups()))
+                     for c in map(_CELL.match, parts[2:-2]) if c]
+            rows.setdefault((*key, parts[0]), {})[int(parts[1])] = cells
+    return rows
+
+
+def summary(cells_by_n: dict) -> dict:
+    cells = [c for cs in cells_by_n.values() for c in cs]
+    cov = np.array([c[0] for c in cells])
+    se = np.array([c[1] for c in cells])
+    k = int(round(np.median([c[0] * (1 - c[0]) / c[1] ** 2 for c in cells if c[1] > 0])))
+    return {"min": float(cov.min()), "k": k, "cells": len(cells),
+            "short": int(np.sum(cov + se < FLOOR)),
+            "near": int(np.sum(np.abs(cov - 0.9) <= 0.03)),
+            "width": float(np.mean([c[2] for c in cells])), "n": sorted(cells_by_n)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("paths", nargs="+")
+    args = ap.parse_args()
+    rows = parse(args.paths)
+    auto, measured = {}, {}
+    for fam, p in sorted({(f, q) for f, q, _ in rows}):
+        print(f"\n{fam}, p = {p}")
+        best = None
+        for (f, q, m), by_n in sorted(rows.items()):
+            if (f, q) != (fam, p):
+                continue
+            s = summary(by_n)
+            measured[(f, m, q)] = (s["min"], s["k"])
+            print(f"  {m:16s} min {100 * s['min']:5.1f}  short {s['short']}/{s['cells']}  "
+                  f"in 87-93 {s['near']}/{s['cells']}  width {s['width']:.4f}  "
+                  f"k {s['k']}  n {s['n']}")
+            if m in CANDIDATES:
+                rank = (s["short"] == 0, -s["width"] if s["short"] == 0 else s["min"])
+                if best is None or rank > best[0]:
+                    best = (rank, m)
+        if best:
+            auto[(fam, p)] = best[1]
+            print(f"  -> auto: {best[1]}")
+    print("\nAUTO = {")
+    for (f, p), m in sorted(auto.items()):
+        print(f"    ({f!r}, {p}): {m!r},")
+    print("}\nMEASURED_MIN_COVERAGE = {")
+    for (f, m, p), (c, k) in sorted(measured.items()):
+        if " " not in m:
+            print(f"    ({f!r}, {m!r}, {p}): ({c:.3f}, {k}),")
+    print("}")
+
+
+if __name__ == "__main__":
+    main()
