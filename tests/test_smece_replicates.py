@@ -121,5 +121,9 @@ def test_bad_requests_are_named():
         fam.bootstrap_replicates(s, y, [idx[0]])
     with pytest.raises(ValueError, match="at least 2"):
         fam.bootstrap_replicates(s, y, [idx[:, :1]])
+    with pytest.raises(ValueError, match="at least 2"):
+        fam.bootstrap_replicates(s, y, [idx[:, :0]])
+    with pytest.raises(ValueError, match="must lie in"):
+        fam.bootstrap_replicates(s, y, [idx + 1])
     assert fam.bootstrap_replicates(s, y, []).shape == (0,)
     assert families.get("smece").batched_replicates is False

@@ -32,8 +32,9 @@ one grid cell (at most 1e-3) of 0 or 1:
 
 Bootstrap replicates (``SmoothECE.bootstrap_replicates``, used by the CE
 intervals) are the refit loop's values computed for a block of resamples at
-once: grid masses by one bincount, the bisection in lockstep (every row its
-own bracket), the reflected convolutions as batched FFTs.
+once: grid masses from each resample's counts of the points (one bincount)
+times a sparse split matrix, the bisection in lockstep (every row its own
+bracket), the reflected convolutions as batched circular FFT convolutions.
 
 The family's map is c_hat(s) = clip(s - r_hat(s), 0, 1) (**choice**: a
 probability; the clip only moves it towards every true map), so CMEE and
@@ -284,9 +285,15 @@ def replicate_smece(s: np.ndarray, y: np.ndarray, resamples: Iterable[np.ndarray
         block = np.asarray(block)
         if block.ndim != 2:
             raise ValueError(f"resample blocks must be 2-D index arrays, got shape {block.shape}")
-        if block.size and block.shape[1] < min_points:
+        if block.shape[0] == 0:
+            continue
+        if block.shape[1] < min_points:
             raise ValueError(f"resamples of {block.shape[1]} points: smECE needs at least "
                              f"{min_points}")
+        if block.min() < 0 or block.max() >= s.size:
+            # an index out of range would land in the next row's counts
+            raise ValueError(f"resample indices must lie in [0, {s.size}), got "
+                             f"[{block.min()}, {block.max()}]")
         # sub-blocks: rows x points and rows x FFT length within BLOCK_FLOATS
         step = max(1, BLOCK_FLOATS // max(s.size, block.shape[1], 2 * _period(COARSE_M)))
         for start in range(0, block.shape[0], step):
