@@ -1,4 +1,6 @@
 """smece's batched bootstrap replicates equal the refit loop (the base class's path)."""
+import tracemalloc
+
 import numpy as np
 import pytest
 
@@ -98,6 +100,25 @@ def test_sub_blocks_give_the_same_replicates(monkeypatch):
     whole = fam.bootstrap_replicates(s, y, [idx])
     monkeypatch.setattr(sm, "BLOCK_FLOATS", 1000)
     np.testing.assert_allclose(fam.bootstrap_replicates(s, y, [idx]), whole, rtol=0, atol=1e-14)
+
+
+def test_peak_memory_does_not_grow_with_the_rows_of_a_block():
+    """Sub-blocks bound the working arrays: ten times the rows in one block
+    add (far) less than the counts of the extra rows would take."""
+    s, y = sample("miscalibrated", 2000, seed=4)
+    fam = families.get("smece").fit(s, y)
+
+    def peak(rows):
+        idx = resamples(s.size, rows, seed=rows)
+        tracemalloc.start()
+        try:
+            fam.bootstrap_replicates(s, y, [idx])
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    small, large = peak(64), peak(640)
+    assert large - small < 576 * s.size * 8 / 4, ((large - small) / 2 ** 20, small / 2 ** 20)
 
 
 @pytest.mark.parametrize("p", [1, 2])

@@ -67,6 +67,9 @@ COARSE_M = 1001
 #: the most floats one array of the batched replicates holds (rows x points,
 #: rows x FFT length): blocks are processed in sub-blocks below it
 BLOCK_FLOATS = 4_000_000
+#: and the most rows of a sub-block: beyond ~64 the per-row time grows again
+#: (the FFT-side arrays leave the cache) while the peak memory grows with it
+SUB_BLOCK_ROWS = 64
 
 
 def kernel_grid(sigma: float) -> np.ndarray:
@@ -295,7 +298,8 @@ def replicate_smece(s: np.ndarray, y: np.ndarray, resamples: Iterable[np.ndarray
             raise ValueError(f"resample indices must lie in [0, {s.size}), got "
                              f"[{block.min()}, {block.max()}]")
         # sub-blocks: rows x points and rows x FFT length within BLOCK_FLOATS
-        step = max(1, BLOCK_FLOATS // max(s.size, block.shape[1], 2 * _period(COARSE_M)))
+        step = max(1, min(SUB_BLOCK_ROWS, BLOCK_FLOATS // max(s.size, block.shape[1],
+                                                                2 * _period(COARSE_M))))
         for start in range(0, block.shape[0], step):
             ix = block[start:start + step]
             # a resample's grid masses depend only on how often it holds each point
