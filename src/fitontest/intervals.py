@@ -46,8 +46,9 @@ measured no such cell, None where not measured. Both ends are clipped to
 >= 0; the estimate itself is not.
 
 Cost: binning families (``BinningFamily``) compute all replicates at once
-(:mod:`fitontest.families.bincounts`, no refit) and isotonic pools each
-replicate's labels per distinct score (one weighted PAV, no refit); every
+(:mod:`fitontest.families.bincounts`, no refit); isotonic pools each
+replicate's labels per distinct score (one weighted PAV) and smece runs its
+bandwidth search for a block of replicates in lockstep (batched FFTs); every
 other family is refitted per replicate (clone + fit) unless it overrides
 :meth:`~fitontest.families.base.CalibrationFamily.bootstrap_replicates`, so
 the workflow lets each family set its own number of replicates
