@@ -79,7 +79,12 @@ def tiny_config() -> dict:
                     "external_evaluators": ["ece_ew10_external"],
                     "ranked_calibrators": ["none", "temps", "isotonic", "platt"]},
         synthetic={"enabled": True, "shapes": ["square", "stairs"], "ce_levels": [0.0, 0.05],
-                   "sizes": [300], "seeds": [0], "evaluators": ["ece_es15", "isotonic"],
+                   "sizes": [300], "seeds": [0],
+                   # ece_es_cv: a cross-validated family with intervals (its worlds
+                   # resample rows shorter than the doubled sample, see bincounts)
+                   "evaluators": ["ece_es15", "isotonic", "ece_es_cv"],
+                   "interval": {"level": 0.9, "method": "auto", "n_boot": 40,
+                                "per_family_n_boot": {"isotonic": 40}},
                    "n_test": 20000},
     )
     return cfg
@@ -319,3 +324,15 @@ def test_tiny_run_findings_report_every_claim(tiny_run):
     assert status["t4_isotonic_ranks_best_ovr"] in (HOLDS, FAILS)
     md = (tiny_run / "findings.md").read_text()
     assert all(f"`{i}`" in md for i in ids)
+
+
+def test_tiny_run_synthetic_intervals_of_every_listed_family(tiny_run):
+    """Every synthetic evaluator with replicates (ece_es15 and ece_es_cv batched,
+    isotonic listed) gets a non-negative interval at the configured level: the
+    cross-validated one included (its worlds once crashed in bincounts)."""
+    syn = pd.read_parquet(tiny_run / "synthetic_scores.parquet")
+    for ev in ["ece_es15", "ece_es_cv", "isotonic"]:
+        rows = syn[syn.evaluator == ev]
+        assert len(rows) > 0, ev
+        assert rows.ce_hi.notna().all() and (rows.ce_lo >= 0).all(), ev
+        assert (rows.ce_lo <= rows.ce_hi).all() and (rows.ci_level == 0.9).all(), ev
