@@ -2,17 +2,21 @@
 a small file (1000 x 10 softmax probabilities), `fitontest families`, and what
 each spends its import time on.
 
-Each command is run as the installed console script runs it (``from
-fitontest_cli import main; sys.exit(main())``; a checkout from before the
-entry point moved has only ``fitontest.cli:main``, which is used instead).
-Prints, per command, the median wall and CPU (user + sys) seconds of
-``--repeat`` warm runs (a first run, which fills the OS file cache, is not
-counted), then the largest cumulative ``python -X importtime`` entries of the
-``--help`` and ``evaluate`` runs.
+With ``--python`` of a virtual environment that has fitontest installed, its
+console script (``bin/fitontest``) is timed: what a user runs. Otherwise each
+command is run as that script runs it (``from fitontest_cli import main;
+sys.exit(main())``, or ``fitontest.cli:main`` in a checkout from before the
+entry point moved) with ``--src`` (default: this repository's src/) first on
+the path. Prints, per command, the median wall and CPU (user + sys) seconds of
+``--repeat`` warm runs (a first run, which fills the OS file cache and writes
+the bytecode cache, is not counted; PYTHONDONTWRITEBYTECODE is dropped so that
+a source tree is as warm as an installed package), then the largest
+cumulative ``python -X importtime`` entries of the ``--help`` and ``evaluate``
+runs.
 
     python benchmarks/startup.py                       # median of 5
     python benchmarks/startup.py --src /path/to/other/checkout/src     # before / after
-    python benchmarks/startup.py --python /path/to/core-venv/bin/python
+    python benchmarks/startup.py --python /path/to/venv/bin/python     # installed
 
 On a loaded machine the wall times grow with the load; the CPU times vary less.
 """
@@ -82,15 +86,22 @@ def main(argv=None) -> int:
     ap.add_argument("--src", help="put this source tree first on PYTHONPATH (default: this "
                     "repository's src/ when timing this interpreter)")
     args = ap.parse_args(argv)
-    env = {**os.environ}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     src = Path(__file__).resolve().parents[1] / "src"
+    installed = Path(args.python).with_name("fitontest")
     if args.src or args.python == sys.executable:
         env["PYTHONPATH"] = str(args.src or src)
+    else:                                  # time what is installed there, not a checkout
+        env.pop("PYTHONPATH", None)
     has_entry = subprocess.run([args.python, "-c", "import importlib.util as u, sys; "
                                 "sys.exit(u.find_spec('fitontest_cli') is None)"],
                                env=env).returncode == 0
     entry = "fitontest_cli" if has_entry else "fitontest.cli"
-    script = [args.python, "-c", f"import sys; from {entry} import main; sys.exit(main())"]
+    if "PYTHONPATH" not in env and installed.is_file():
+        script, how = [str(installed)], f"console script {installed}"
+    else:
+        script = [args.python, "-c", f"import sys; from {entry} import main; sys.exit(main())"]
+        how = f"{args.python}, {entry}:main, PYTHONPATH={env['PYTHONPATH']}"
     with tempfile.TemporaryDirectory() as tmp:
         rng = np.random.default_rng(0)
         probs = rng.dirichlet(np.ones(10), size=1000)
@@ -100,13 +111,15 @@ def main(argv=None) -> int:
                  "fitontest --help": [*script, "--help"],
                  "fitontest evaluate small.npz (n=1000, K=10)": [*script, "evaluate", small],
                  "fitontest families": [*script, "families"]}
-        print(f"median of {args.repeat} warm runs, {args.python}, entry {entry}:main")
+        print(f"median of {args.repeat} warm runs; {how}")
         for name, cmd in cases.items():
             wall, cpu, walls = median_of(cmd, env, args.repeat)
             print(f"  {name:<45} wall {wall:5.2f} s   cpu {cpu:5.2f} s   "
                   f"(walls {' '.join(f'{w:.2f}' for w in sorted(walls))})")
-        for name in ("fitontest --help", "fitontest evaluate small.npz (n=1000, K=10)"):
-            total, count, rows = import_shares(cases[name], env, args.top)
+        probe = [args.python, "-c", f"import sys; from {entry} import main; sys.exit(main())"]
+        for name, rest in (("fitontest --help", ["--help"]),
+                           ("fitontest evaluate small.npz (n=1000, K=10)", ["evaluate", small])):
+            total, count, rows = import_shares([*probe, *rest], env, args.top)
             print(f"python -X importtime, {name}: {count} modules, {total:.3f} s in all; "
                   "largest cumulative (s):")
             for seconds, module in rows:

@@ -11,7 +11,6 @@ import tomllib
 
 import numpy as np
 import pytest
-import setuptools
 
 import fitontest_cli
 from conftest import REPO
@@ -110,6 +109,7 @@ def test_the_console_script_is_the_entry_package_and_is_packaged():
     module, func = meta["project"]["scripts"]["fitontest"].split(":")
     assert (module, func) == ("fitontest_cli", "main")
     assert callable(getattr(fitontest_cli, func))
+    setuptools = pytest.importorskip("setuptools")
     find = meta["tool"]["setuptools"]["packages"]["find"]
     found = setuptools.find_packages(str(REPO / find["where"][0]),
                                      include=find.get("include", ("*",)))
