@@ -34,7 +34,7 @@ def npz(tmp_path):
 
 def test_console_script_is_declared():
     meta = tomllib.loads((REPO / "pyproject.toml").read_text())
-    assert meta["project"]["scripts"]["fitontest"] == "fitontest.cli:main"
+    assert meta["project"]["scripts"]["fitontest"] == "fitontest_cli:main"
 
 
 def test_evaluate_json_equals_the_library(npz, tmp_path):

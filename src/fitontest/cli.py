@@ -6,11 +6,16 @@
 - ``fitontest families``: every registered family and multi-class calibrator;
 - ``fitontest bench NAME_OR_MODULE[:CLASS]``: scores one evaluator on the
   synthetic and the pseudo-real study through the Snakemake workflow (reusing
-  every finished result) and ranks it among the others.
+  every finished result) and ranks it among the others;
+- ``fitontest jobs RESULTS``: the run's jobs, CPU and wall time, peak memory.
+
+The command line (every option and help text) is :mod:`fitontest_cli.parser`,
+standard library only, so that the console script (:func:`fitontest_cli.main`)
+answers ``--help`` and usage errors before this module, and with it
+scikit-learn, is imported; :func:`run` runs a parsed command.
 """
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import subprocess
@@ -19,10 +24,12 @@ from pathlib import Path
 
 import numpy as np
 
-# pandas, matplotlib, the families and the workflow's modules are imported by
-# the commands that use them, so that `fitontest --help` starts at once.
+from fitontest_cli.parser import build_parser, parse_args  # noqa: F401  (re-exported)
 
 from .core.prediction_files import read_predictions
+
+# matplotlib, the workflow's modules (and pandas, where scikit-learn has not
+# loaded it already) are imported by the commands that use them.
 
 
 # ------------------------------------------------------------------ evaluate
@@ -368,122 +375,17 @@ def cmd_jobs(args) -> int:
 
 
 # ---------------------------------------------------------------------- main
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of every subcommand (also rendered in the API reference)."""
-    parser = argparse.ArgumentParser(
-        prog="fitontest", description="Evaluate classifier calibration in the fit-on-test "
-        "view: CE estimates of your predictions, the registered evaluators and calibrators, "
-        "and the study's workflow.",
-        epilog="fitontest COMMAND --help documents each command. Bad input exits with "
-        "status 2 and one line on stderr.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    ev = sub.add_parser(
-        "evaluate", help="CE (calibration error) estimates of a model's K-class predictions",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Estimate the calibration error (CE) of a model's K-class predictions "
-        "with one or\nmore evaluators (fitontest families lists them); the same numbers as "
-        "fitontest.evaluate.\n\nPRED formats:\n"
-        "  .npz      keys probs | probabilities | logits | scores (or --key) and labels |\n"
-        "            label | y (or --labels-key); the key 'logits' implies --from-logits\n"
-        "  .npy      an n x K array (or n values: a binary model's P(class 1)); labels\n"
-        "            from --labels\n"
-        "  .csv / .parquet\n"
-        "            one column per class (one column: P(class 1)) and a label column\n"
-        "            label | labels | y (or --labels-key); columns named id, index, idx,\n"
-        "            sample, sample_id, image, image_id are ignored\n\n"
-        "float16 / bfloat16 probabilities are accepted (rows may miss 1 by their rounding).\n"
-        "Bad input: one line on stderr, exit status 2, nothing written.")
-    ev.add_argument("pred", metavar="PRED", help="predictions: .npz, .npy, .csv or .parquet "
-                    "(formats above)")
-    ev.add_argument("--labels", metavar="FILE",
-                    help="labels file (.npy, .npz, .csv, .parquet or text), when PRED has none")
-    ev.add_argument("--labels-key", metavar="KEY",
-                    help="npz key or table column of the labels (default: labels, label, y)")
-    ev.add_argument("--key", metavar="KEY", help="npz key of the predictions (default: probs, "
-                    "probabilities, logits, scores, or the only 2-D array)")
-    ev.add_argument("--evaluator", action="append", metavar="NAME",
-                    help="a calibration-map family from `fitontest families` (repeatable; "
-                    "default ece_es_cv)")
-    ev.add_argument("--mode", choices=["confidence", "classwise", "ovr"], default="confidence",
-                    help="binary task(s) to evaluate: confidence = the top label (default); "
-                    "classwise = every class vs the rest, averaged; ovr = the classes named "
-                    "by --classes vs the rest")
-    ev.add_argument("--classes", type=int, nargs="+", metavar="K",
-                    help="class indices for --mode classwise (default all) or ovr (required "
-                    "for K > 2)")
-    ev.add_argument("--p", choices=["1", "2", "max"], default="1",
-                    help="the CE's norm: 1 (absolute, default), 2 (squared) or max (the "
-                    "maximum CE; binning families only)")
-    ev.add_argument("--from-logits", action="store_true",
-                    help="PRED holds logits: apply a softmax (a sigmoid to one column) first")
-    ev.add_argument("--interval", type=float, metavar="LEVEL",
-                    help="add a bootstrap interval at this level (e.g. 0.9)")
-    ev.add_argument("--test", choices=["kuiper", "ks", "tcal", "consistency", "none"],
-                    default="kuiper", help="test of perfect calibration whose p-value is "
-                    "printed (Bonferroni over classes in the 'all' row): kuiper (default), ks "
-                    "(O(n log n)), tcal, consistency (Monte Carlo, around the evaluator), none")
-    ev.add_argument("--plot", metavar="OUT.png",
-                    help="also write the smooth reliability diagram of the confidence task "
-                    "(ovr / classwise: of the first class) to this image file")
-    ev.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    ev.set_defaults(func=cmd_evaluate)
-
-    fa = sub.add_parser("families", help="list the evaluators (calibration-map families) and "
-                        "the multi-class calibrators, one line each",
-                        description="Every registered calibration-map family (an evaluator "
-                        "when fitted on test data, a binary calibrator when fitted on "
-                        "validation data) and every multi-class calibrator, with its one-line "
-                        "summary and the parameters its name is registered with.")
-    fa.add_argument("--json", action="store_true",
-                    help="print JSON (name, kind, description) instead of text")
-    fa.set_defaults(func=cmd_families)
-
-    be = sub.add_parser("bench", help="score one evaluator on both studies and rank it (RUNS "
-                        "THE SNAKEMAKE WORKFLOW: minutes to hours)",
-                        description="Warning: this runs the Snakemake workflow of the study "
-                        "(needs the workflow extra and the repository's Snakefile); on the "
-                        "default config a first run takes tens of minutes, and every job it "
-                        "starts writes under --directory. TARGET: a registered family name, "
-                        "or a module of yours (path/to/module.py or an importable module, "
-                        "optionally :ClassName) that registers one. Runs the workflow (only "
-                        "the jobs the evaluator adds, when the same exp has run before) and "
-                        "ranks the evaluator by mean CMEE (calibration-map estimation error) "
-                        "and mean CE-estimation error. Extra arguments after -- go to "
-                        "Snakemake (e.g. -- --dry-run).")
-    be.add_argument("target", metavar="TARGET",
-                    help="a family name or MODULE[:CLASS] registering one")
-    be.add_argument("--configfile", help="workflow config (default: config/config.yaml)")
-    be.add_argument("--cores", type=int, default=2, help="cores Snakemake may use (default 2)")
-    be.add_argument("--directory", help="working directory of the run (default: here)")
-    be.add_argument("--snakefile", help="the workflow's Snakefile (default: ./Snakefile or "
-                    "the repository's)")
-    be.add_argument("--truth", help="truth estimator of the pseudo-real ranking "
-                    "(default isotonic)")
-    be.set_defaults(func=cmd_bench)
-
-    jo = sub.add_parser("jobs", help="per-rule jobs, CPU time, wall time and peak memory of a "
-                        "run (from its Snakemake benchmark files)")
-    jo.add_argument("results_dir", help="results/<exp> of a finished (or partial) run")
-    jo.add_argument("--scale", nargs=2, metavar=("RUN_CONFIG", "TARGET_CONFIG"),
-                    help="predict the CPU time of TARGET_CONFIG's grid from this run of "
-                         "RUN_CONFIG (equal data sizes: a rehearsal; config/README.md)")
-    jo.set_defaults(func=cmd_jobs)
-    return parser
+COMMANDS = {"evaluate": cmd_evaluate, "families": cmd_families, "bench": cmd_bench,
+            "jobs": cmd_jobs}
 
 
-def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    extra = []
-    if "--" in argv:                       # fitontest bench ... -- SNAKEMAKE ARGS
-        cut = argv.index("--")
-        argv, extra = argv[:cut], argv[cut + 1:]
-    args = build_parser().parse_args(argv)
-    args.snakemake_args = extra
+def run(args) -> int:
+    """Run the command parsed by :func:`fitontest_cli.parse_args`; the exit
+    status. Bad input is one line on stderr and status 2."""
     from .core.extras import MissingExtraError
 
     try:
-        return args.func(args)
+        return COMMANDS[args.command](args)
     except (ValueError, KeyError, MissingExtraError) as err:
         # one line: the message's first (a numpy or pandas message may run on)
         text = (str(err.args[0]) if type(err) is KeyError and err.args else str(err)).strip()
@@ -493,6 +395,13 @@ def main(argv=None) -> int:
     except BrokenPipeError:                # `fitontest families | head`: not an error
         sys.stderr.close()
         return 0
+
+
+def main(argv=None) -> int:
+    """``fitontest`` in this process (``argv`` default ``sys.argv[1:]``); the
+    console script is :func:`fitontest_cli.main`, which parses the same command
+    line before it imports the library."""
+    return run(parse_args(argv))
 
 
 if __name__ == "__main__":
