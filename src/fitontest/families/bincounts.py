@@ -9,16 +9,14 @@ coded by its rank among the original sample's distinct scores
 ``[E_b, E_{b+1})`` (tied scores share a bin), so a bin's count, label sum
 and score sum are differences of a row's cumulative sums below two edge codes.
 A plain fit is one row; :func:`replicate_estimates` runs the same functions
-on chunks of resampled rows. Three kinds of rows answer the two questions the
-functions ask (cumulative sums below a code, the code at a sorted position):
-
-- :class:`Dense`: per-code counts (a whole sample or resample; O(m) per row);
-- :class:`Sorted`: the sorted codes of a few points (a CV held-out fold,
-  O(n_fold) per row, so the folds never cost O(m) each);
-- :class:`Minus`: one row less another (a CV training fold = sample - held-out).
+on chunks of resampled rows. A row is held as :class:`Dense` per-code counts
+(a whole sample or resample; O(m) per row); a CV held-out fold as
+:class:`HeldOut`, its points' codes sorted (O(n_fold) per row, so the folds
+never cost O(m) each), and its training fold as the row less it.
 """
 from __future__ import annotations
 
+import functools
 from typing import Iterable
 
 import numpy as np
@@ -47,13 +45,20 @@ class Codes:
         self.uniq, codes = np.unique(s, return_inverse=True)
         self.codes = codes.astype(np.int64).ravel()
         self.m = self.uniq.size
-        self.pairs = self.codes + self.m * y.astype(np.int64)
+        # int32 where it fits: resampled pairs are gathered and sorted faster
+        small = np.int32 if 2 * self.m < 2 ** 31 else np.int64
+        self.pairs = (self.codes + self.m * y.astype(np.int64)).astype(small)
         self.code_one = int(np.searchsorted(self.uniq, 1.0, side="left"))   # the edge 1.0
 
     def ew_first(self, n_bins: int, b_max: int) -> np.ndarray:
-        """First code of EW bins 1..b_max-1 of B = ``n_bins`` (m past B - 1)."""
-        bins = np.minimum(np.floor(self.uniq * n_bins).astype(np.int64), n_bins - 1)
-        return np.searchsorted(bins, np.arange(1, b_max), side="left")
+        """First code of EW bins 1..b_max-1 of B = ``n_bins`` (m past B - 1);
+        O(m) once per B (kept: the CV asks for every candidate in every fold)."""
+        cache = self.__dict__.setdefault("_ew", {})
+        if n_bins not in cache:
+            bins = np.minimum(np.floor(self.uniq * n_bins).astype(np.int64), n_bins - 1)
+            cache[n_bins] = np.searchsorted(bins, np.arange(1, n_bins), side="left")
+        first = cache[n_bins][:max(b_max - 1, 0)]
+        return np.concatenate((first, np.full(max(b_max - n_bins, 0), self.m, dtype=np.int64)))
 
     def value_edges(self, edges: np.ndarray, scheme: str) -> np.ndarray:
         """Score edges ``[0, e_1, .., 1]`` of one row's code edges (B + 1,)."""
@@ -87,7 +92,7 @@ class Dense:
         if q not in self._cum:
             a = (self.per_code["n"] * self.codes.uniq) if q == "s" else self.per_code[q]
             out = np.zeros((self.k, self.m + 1), dtype=a.dtype)
-            np.cumsum(a, axis=1, out=out[:, 1:])
+            np.add.accumulate(a, axis=1, out=out[:, 1:])   # (np.cumsum into a slice: slower)
             self._cum[q] = out
         return self._cum[q]
 
@@ -95,16 +100,21 @@ class Dense:
         """Sums of ``q`` over codes < ``edges`` (j, w) in rows ``rows`` (j,)."""
         return self.cum(q).ravel()[edges + (self.m + 1) * rows[:, None]]
 
-    def code_at(self, pos, rows):
+    def code_at(self, pos, rows, presorted: bool = False):
         """Code at sorted position ``pos`` (< n) of rows ``rows``: one search over
-        all rows' inclusive counts, row r offset by r (n + 1) so they never overlap."""
+        all rows' inclusive counts, row r offset by r (n + 1) so they never overlap.
+        ``presorted``: ``pos`` is non-decreasing along each row and ``rows`` is
+        increasing, so the offset queries are sorted already."""
         if self._inclusive is None:
             self._inclusive = self.cum("n")[0, 1:] if self.k == 1 else (
                 self.cum("n")[:, 1:] + (self.n + 1) * np.arange(self.k)[:, None]).ravel()
         query = (pos + (self.n + 1) * rows[:, None]).ravel()
-        order = np.argsort(query, kind="stable")          # sorted keys: cache-friendly
-        code = np.empty(query.size, dtype=np.int64)
-        code[order] = np.searchsorted(self._inclusive, query[order], side="right")
+        if presorted:
+            code = np.searchsorted(self._inclusive, query, side="right")
+        else:
+            order = np.argsort(query, kind="stable")          # sorted keys: cache-friendly
+            code = np.empty(query.size, dtype=np.int64)
+            code[order] = np.searchsorted(self._inclusive, query[order], side="right")
         return code.reshape(pos.shape) - self.m * rows[:, None]
 
     def segment_sums(self, edges: np.ndarray, q: str) -> np.ndarray:
@@ -120,81 +130,50 @@ class Dense:
         return out
 
 
-class Sorted:
-    """Rows given by their points' pairs (k, n_fold), sorted per row; cumulative
-    "n", "y", "s", "ss" (sum s^2) and "sy" (sum s y) over the sorted points."""
+class HeldOut:
+    """A CV held-out fold of k rows, from its points' pairs (k, n_f): the codes
+    sorted per row and exclusive cumulative sums over them of ``quantities``
+    ("y", "s", "ss" = sum s^2, "sy" = sum s y); ``base`` is sum (s - y)^2."""
 
-    def __init__(self, pairs: np.ndarray, codes: Codes):
+    def __init__(self, pairs: np.ndarray, codes: Codes, quantities=("y", "s")):
         self.k, self.n, self.m = pairs.shape[0], pairs.shape[1], codes.m
-        y = pairs >= self.m
-        pairs = np.sort(2 * (pairs - self.m * y) + y, axis=1)    # by code, then label
-        self.code = pairs >> 1
-        self._y = pairs & 1
-        self._s = codes.uniq[self.code]
-        self._keys = (self.code + (self.m + 1) * np.arange(self.k)[:, None]).ravel()
-        self._cum: dict[str, np.ndarray] = {}
-        self._last: list = [None, None, None]
-
-    def _values(self, q: str) -> np.ndarray:
-        s, y = self._s, self._y
-        return {"y": y, "s": s, "ss": s * s, "sy": s * y}[q]
-
-    def cum(self, q: str) -> np.ndarray:
-        """Exclusive cumulative sums (k, n_fold + 1) of ``q`` over the sorted points."""
-        if q not in self._cum:
-            a = self._values(q)
+        y = (pairs >= self.m).astype(pairs.dtype)
+        key = 2 * pairs - (2 * self.m - 1) * y                   # 2 code + label
+        key.sort(axis=1)                                         # by code, then label
+        self.code = key >> 1
+        y = key & 1
+        s = codes.uniq[self.code]
+        d = s - y
+        self.base = np.einsum("ij,ij->i", d, d)
+        self._cum = {}
+        for q in quantities:
+            a = {"y": y, "s": s}[q] if q in ("y", "s") else (s * s if q == "ss" else s * y)
             out = np.zeros((self.k, self.n + 1), dtype=a.dtype)
-            np.cumsum(a, axis=1, out=out[:, 1:])
+            np.add.accumulate(a, axis=1, out=out[:, 1:])
             self._cum[q] = out
-        return self._cum[q]
 
-    def _positions(self, edges, rows):
-        """Points below ``edges`` per row; the last search is kept (the same
-        edges are asked for several sums in turn)."""
-        if self._last[0] is not edges or self._last[1] is not rows:
-            query = (edges + (self.m + 1) * rows[:, None]).ravel()
-            order = np.argsort(query, kind="stable")      # sorted keys: cache-friendly
-            at = np.empty(query.size, dtype=np.int64)
-            at[order] = np.searchsorted(self._keys, query[order], side="left")
-            self._last = [edges, rows, at.reshape(edges.shape) - self.n * rows[:, None]]
-        return self._last[2]
+    def below(self, at: np.ndarray, q: str) -> np.ndarray:
+        """Sums of ``q`` over each row's first ``at`` (k, w) sorted points."""
+        return self._cum[q].ravel()[at + (self.n + 1) * np.arange(self.k)[:, None]]
 
-    def below(self, edges, q, rows):
-        at = self._positions(edges, rows)
-        if q == "n":
-            return at
-        return self.cum(q).ravel()[at + (self.n + 1) * rows[:, None]]
+    def count_below(self, code: np.ndarray) -> np.ndarray:
+        """Points with a code < ``code`` (k, w; non-decreasing along each row):
+        one search over all rows, row r's codes offset by r (m + 1)."""
+        off = (self.m + 1) * np.arange(self.k)[:, None]
+        found = np.searchsorted((self.code + off).ravel(), (code + off).ravel())
+        return found.reshape(code.shape) - self.n * np.arange(self.k)[:, None]
 
-    def total(self, q: str) -> np.ndarray:
-        """Sum of ``q`` over each row's points."""
-        return self._cum[q][:, -1] if q in self._cum else self._values(q).sum(axis=1)
-
-
-class Minus:
-    """Row r of ``a`` less row r of ``b`` (``b``'s points are among ``a``'s)."""
-
-    def __init__(self, a: Dense, b: Sorted):
-        self.a, self.b, self.k, self.m = a, b, a.k, a.m
-        self.n = a.n - b.n
-
-    def below(self, edges, q, rows):
-        return self.a.below(edges, q, rows) - self.b.below(edges, q, rows)
-
-    def code_at(self, pos, rows):
-        """Code at sorted position ``pos`` of rows ``rows``: the smallest c with
-        a(<= c) - b(<= c) > pos. Each step c <- a.code_at(pos + b(<= c)) is a
-        lower bound of it and stops there; as ``b`` is a small part of ``a`` (a
-        held-out fold) the steps shrink geometrically (a few steps)."""
-        code = self.a.code_at(pos, rows)
-        todo = np.ones(pos.shape, dtype=bool)
-        while todo.any():
-            r = np.broadcast_to(rows[:, None], pos.shape)[todo]
-            step = self.a.code_at((pos[todo] + self.b.below(
-                code[todo][:, None] + 1, "n", r)[:, 0])[:, None], r)[:, 0]
-            moved = step != code[todo]
-            code[todo] = step
-            todo[todo] = moved
-        return code
+    def training_ranks(self, sample: "Dense") -> np.ndarray:
+        """Per held-out point of code c, the training points (the row less this
+        fold) with a code <= c: A(<= c) - F(<= c), non-decreasing along a row."""
+        n_f = self.n
+        a_le = sample.below(self.code + 1, "n", np.arange(self.k))
+        # F(<= c_j) = the end of c_j's run in the sorted codes: the next run's start
+        end = np.empty(self.code.shape, dtype=bool)
+        end[:, -1] = True
+        np.not_equal(self.code[:, 1:], self.code[:, :-1], out=end[:, :-1])
+        f_le = np.where(end, np.arange(1, n_f + 1), n_f)
+        return a_le - np.minimum.accumulate(f_le[:, ::-1], axis=1)[:, ::-1]
 
 
 # --------------------------------------------------------------------- bins
@@ -220,27 +199,74 @@ def edges(sample, codes: Codes, scheme: str, n_bins, b_max: int, rows=None) -> n
                            np.full((rows.size, 1), m)), axis=1)
 
 
-def candidate_edges(sample, codes: Codes, scheme: str, cands: np.ndarray) -> np.ndarray:
-    """Code edges of every row for every candidate B, candidate-major:
-    (n_candidates * k, max B + 1), row j k + r = candidate j, row r (as
-    :func:`edges`). Every row has the same n, so the ES sorted positions of all
-    candidates are shared: each distinct position is looked up once per row."""
-    k, m, b_max = sample.k, codes.m, int(cands.max())
-    b = np.arange(1, b_max)[None, :]
-    valid = b < cands[:, None]                                   # (n_c, b_max - 1)
-    if scheme == "es":
-        starts = es_starts(sample.n, cands[:, None], b)
-        want = np.where(valid, np.minimum(starts, sample.n - 1), 0)
-        uniq, inv = np.unique(want, return_inverse=True)
-        at = sample.code_at(np.broadcast_to(uniq, (k, uniq.size)), np.arange(k))
-        inner = np.where(starts < sample.n, at[:, inv.reshape(want.shape)], codes.code_one)
-    else:
-        inner = np.stack([codes.ew_first(int(B), b_max) for B in cands])[None]
-        inner = np.broadcast_to(inner, (k,) + inner.shape[1:])
-    inner = np.where(valid, inner, m).transpose(1, 0, 2).reshape(cands.size * k, b_max - 1)
-    n_rows = cands.size * k
-    return np.concatenate((np.zeros((n_rows, 1), dtype=np.int64), inner,
-                           np.full((n_rows, 1), m)), axis=1)
+def bin_layout(cands: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every bin of every candidate B, candidate after candidate (sum of the
+    candidates in all): its B, its index b in 0..B-1, and each candidate's first bin."""
+    c = np.asarray(cands, dtype=np.int64)
+    first = np.concatenate(([0], np.cumsum(c)[:-1]))
+    return np.repeat(c, c), np.arange(c.sum()) - np.repeat(first, c), first
+
+
+@functools.lru_cache(maxsize=16)
+def es_columns(n_tr: int, cands: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct ES edges of every candidate on a training fold of ``n_tr``
+    points: (sorted positions U, lower and upper edge column of every bin of
+    :func:`bin_layout`). Columns: 0 = code 0, 1..|U| = the code at position
+    U_i, |U| + 1 = the code of 1.0 (positions past the fold), |U| + 2 = m."""
+    big_b, b, _ = bin_layout(cands)
+    j = np.concatenate((b, b + 1))                 # lower, then upper edge of every bin
+    nb = np.concatenate((big_b, big_b))
+    pos = es_starts(n_tr, nb, j)
+    inner = (j > 0) & (j < nb)
+    u = np.unique(pos[inner & (pos < n_tr)])
+    col = np.where(pos < n_tr, 1 + np.searchsorted(u, pos), u.size + 1)
+    col = np.where(j == 0, 0, np.where(j == nb, u.size + 2, col))
+    for a in (u, col):
+        a.flags.writeable = False
+    return u, col[:big_b.size], col[big_b.size:]
+
+
+def ew_columns(codes: Codes, cands: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct EW edge codes V of every candidate (0 and m included) and
+    the lower and upper column of every bin of :func:`bin_layout`; kept on ``codes``."""
+    cache = codes.__dict__.setdefault("_ew_columns", {})
+    if cands not in cache:
+        big_b, b, _ = bin_layout(cands)
+        first = {B: np.concatenate(([0], codes.ew_first(B, B), [codes.m])) for B in cands}
+        lo = np.concatenate([first[B][:-1] for B in cands])
+        hi = np.concatenate([first[B][1:] for B in cands])
+        v = np.unique(np.concatenate((lo, hi)))
+        cache[cands] = v, np.searchsorted(v, lo), np.searchsorted(v, hi)
+    return cache[cands]
+
+
+def held_out_edges(sample: "Dense", fold: HeldOut, codes: Codes, scheme: str, cands: tuple):
+    """(C, J, lower, upper): every distinct edge of the candidates' bins on the
+    training fold (the row less ``fold``) as a code C (k, w), the held-out
+    points below it J (k, w), and each bin's lower and upper column.
+
+    EW edges are fixed codes. The ES edge at training position t is the code
+    c of the t-th training point; the held-out points below it are those whose
+    training rank (training points with code <= theirs) is <= t, and that
+    point sits at position t + J of the whole row, whose code is read off the
+    row's counts. U and the ranks are sorted, so no search needs a sort."""
+    k, rows = sample.k, np.arange(sample.k)
+    if scheme == "ew":
+        v, lo, hi = ew_columns(codes, cands)
+        c = np.broadcast_to(v, (k, v.size))
+        return c, fold.count_below(c), lo, hi
+    u, lo, hi = es_columns(sample.n - fold.n, cands)
+    off = (sample.n + 1) * rows[:, None]
+    j_u = np.searchsorted((fold.training_ranks(sample) + off).ravel(),
+                          (u + off).ravel(), side="right").reshape(k, u.size)
+    j_u -= fold.n * rows[:, None]
+    c_u = sample.code_at(u + j_u, rows, presorted=True)
+    one = np.full((k, 1), codes.code_one)
+    c = np.concatenate((np.zeros((k, 1), dtype=np.int64), c_u, one,
+                        np.full((k, 1), codes.m)), axis=1)
+    j = np.concatenate((np.zeros((k, 1), dtype=np.int64), j_u, fold.count_below(one),
+                        np.full((k, 1), fold.n)), axis=1)
+    return c, j, lo, hi
 
 
 def bin_sums(sample, edge_codes, q, rows=None) -> np.ndarray:
@@ -290,48 +316,64 @@ def sweep(sample: Dense, codes: Codes, scheme: str, max_bins) -> np.ndarray:
     return best
 
 
-def cv_scores(sample: Dense, held_out: Iterable[Sorted], codes: Codes, scheme: str, map: str,
+def cv_scores(sample: Dense, pairs: np.ndarray, tests, codes: Codes, scheme: str, map: str,
               cands: np.ndarray) -> np.ndarray:
     """Mean held-out squared error (k, n_candidates) of the map fitted on each
-    training fold (row less its held-out fold), all candidates B at once.
+    training fold (row less its held-out fold ``pairs[:, test]``), all
+    candidates B at once.
 
-    Per held-out bin the squared error is a sum of the fold's bin sums:
+    Every bin is a difference of sums below two edges (:func:`held_out_edges`:
+    held-out sums read at J, training sums = the row's at C less them). Per
+    held-out bin the squared error is a sum of the fold's bin sums:
     slope-1 c = s + d: sum (s - y)^2 + 2 d sum (s - y) + d^2 n; flat c = ybar
     on bins with training points (s elsewhere): sum (s - y)^2 + ybar^2 n
     - 2 ybar sum y - sum s^2 + 2 sum s y.
     """
-    k, n_c = sample.k, cands.size
-    rows = np.tile(np.arange(k), n_c)                      # candidate j: rows j*k..
-    out = np.zeros((k, n_c))
-    n_folds = 0
-    for test in held_out:                          # one fold in memory at a time
-        n_folds += 1
-        train = Minus(sample, test)
-        e = candidate_edges(train, codes, scheme, cands)
-        n_tr = bin_sums(train, e, "n", rows)
-        y_tr = bin_sums(train, e, "y", rows)
+    k, cands = sample.k, tuple(int(b) for b in cands)
+    rows = np.arange(k)
+    first = bin_layout(cands)[2]
+    flat = map != "slope1"
+    out = np.zeros((k, len(cands)))
+    for test in tests:                            # one fold in memory at a time
+        fold = HeldOut(pairs[:, test], codes, ("y", "s", "ss", "sy") if flat else ("y", "s"))
+        c, j, lo, hi = held_out_edges(sample, fold, codes, scheme, cands)
+        te = {q: fold.below(j, q) for q in fold._cum}
+        tr_n, tr_y = sample.below(c, "n", rows) - j, sample.below(c, "y", rows) - te["y"]
+
+        def bins(a):                              # (k, columns) -> (k, bins)
+            return a[:, hi] - a[:, lo]
+
+        n_tr, y_tr, n_te, y_te = bins(tr_n), bins(tr_y), bins(j), bins(te["y"])
         full = n_tr > 0
         safe = np.where(full, n_tr, 1)
-        n_te, y_te = bin_sums(test, e, "n", rows), bin_sums(test, e, "y", rows)
-        if map == "slope1":
-            d = np.where(full, (y_tr - bin_sums(train, e, "s", rows)) / safe, 0.0)
-            extra = 2 * d * (bin_sums(test, e, "s", rows) - y_te) + d * d * n_te
+        if not flat:
+            s_tr = bins(sample.below(c, "s", rows) - te["s"])
+            d = np.where(full, (y_tr - s_tr) / safe, 0.0)
+            extra = 2 * d * (bins(te["s"]) - y_te) + d * d * n_te
         else:
-            c = y_tr / safe
-            extra = np.where(full, c * c * n_te - 2 * c * y_te - bin_sums(test, e, "ss", rows)
-                             + 2 * bin_sums(test, e, "sy", rows), 0.0)
-        base = test.total("ss") - 2 * test.total("sy") + test.total("y")   # sum (s - y)^2
-        out += (base[:, None] + extra.sum(axis=1).reshape(n_c, k).T) / test.n
-    return out / n_folds
+            m = y_tr / safe
+            extra = np.where(full, m * m * n_te - 2 * m * y_te - bins(te["ss"])
+                             + 2 * bins(te["sy"]), 0.0)
+        out += (fold.base[:, None] + np.add.reduceat(extra, first, axis=1)) / fold.n
+    return out / len(tests)
 
 
-def fold_tests(fam, n: int) -> list[np.ndarray] | None:
+@functools.lru_cache(maxsize=8)
+def _held_out_positions(n: int, n_folds: int, seed: int) -> tuple[np.ndarray, ...]:
+    tests = tuple(test for _, test in kfold_indices(n, n_folds, seed))
+    for t in tests:
+        t.flags.writeable = False
+    return tests
+
+
+def fold_tests(fam, n: int) -> tuple[np.ndarray, ...] | None:
     """Held-out positions of the family's CV folds
     (:func:`fitontest.selection.kfold_indices`) over a row of n points, or None
-    without CV. Every resample has n points, so one split serves all rows."""
+    without CV. Every resample has n points, so one split serves all rows (and
+    every later call with the same n: the split is kept)."""
     if fam.selection != "cv":
         return None
-    return [test for _, test in kfold_indices(n, int(fam.n_folds), int(fam.seed))]
+    return _held_out_positions(int(n), int(fam.n_folds), int(fam.seed))
 
 
 def choose_bins(fam, sample: Dense, pairs: np.ndarray, codes: Codes, tests):
@@ -341,8 +383,7 @@ def choose_bins(fam, sample: Dense, pairs: np.ndarray, codes: Codes, tests):
     if fam.selection == "sweep":
         return sweep(sample, codes, fam.scheme, fam.max_bins), None
     cands = np.arange(1, int(fam.max_bins) + 1)
-    cv = cv_scores(sample, (Sorted(pairs[:, test], codes) for test in tests), codes,
-                   fam.scheme, fam.map, cands)
+    cv = cv_scores(sample, pairs, tests, codes, fam.scheme, fam.map, cands)
     return np.array([complexity_rule(cands, row, tol=float(fam.tol)) for row in cv]), cv
 
 
