@@ -28,6 +28,9 @@ from ..selection import complexity_rule, kfold_indices
 CHUNK_BYTES = 48 * 2 ** 20
 #: the sweep's B at which rows still monotone try the per-code shortcut
 SHORTCUT_AFTER = 64
+#: :func:`count_rows` counts by histogram when the value range plus the values
+#: per row is below this many times the needles per row (else it searches)
+DENSE_PER_NEEDLE = 16
 
 
 def es_starts(n, n_bins, b):
@@ -35,6 +38,41 @@ def es_starts(n, n_bins, b):
     ``numpy.array_split(range(n), n_bins)``; broadcasts over all arguments."""
     q, r = np.divmod(n, n_bins)
     return b * q + np.minimum(b, r)
+
+
+def count_rows(values: np.ndarray, needles: np.ndarray, top: int, side: str) -> np.ndarray:
+    """Per row r and needle v = ``needles[r, i]``: how many of ``values[r]`` are
+    < v (``side="left"``) or <= v (``"right"``); integers in [0, top], values
+    sorted and needles non-decreasing along each row (k rows).
+
+    Few needles over a wide range: one search over all rows at once (row r
+    offset by r (top + 1), so the offset needles are sorted too). Many needles
+    over a narrow range (small rows): a histogram of each row's values and its
+    cumulative sums, read at the needles, costs O(range) per row and no search.
+    """
+    k, w = needles.shape
+    rows = np.arange(k)[:, None]
+    span = top + 1
+    if span + values.shape[1] < DENSE_PER_NEEDLE * w:
+        return read_counts(count_table(values, top), needles, side)
+    found = np.searchsorted((values + span * rows).ravel(), (needles + span * rows).ravel(),
+                            side=side)
+    return found.reshape(k, w) - values.shape[1] * rows
+
+
+def count_table(values: np.ndarray, top: int) -> np.ndarray:
+    """(k, top + 2): [r, v] = how many of ``values[r]`` (integers in [0, top]) are < v."""
+    k, span = values.shape[0], top + 1
+    table = np.zeros((k, span + 1), dtype=np.int64)
+    table[:, 1:] = np.bincount((values + span * np.arange(k)[:, None]).ravel(),
+                               minlength=k * span).reshape(k, span)
+    return np.add.accumulate(table, axis=1, out=table)
+
+
+def read_counts(table: np.ndarray, needles: np.ndarray, side: str) -> np.ndarray:
+    """:func:`count_rows` read off a :func:`count_table`."""
+    rows = np.arange(table.shape[0])[:, None]
+    return np.take(table, needles + (side == "right") + table.shape[1] * rows)
 
 
 class Codes:
@@ -78,6 +116,14 @@ class Dense:
         self.n = int(cnt[0].sum())
         self._cum: dict[str, np.ndarray] = {}
         self._inclusive = None
+        self._codes_below = None
+
+    def keep_code_table(self):
+        """Read every later :meth:`code_at` (``presorted``) off one table of
+        the codes below each position, O(n + m) per row: cheaper than
+        searching when the positions asked for are many (all CV folds')."""
+        if self._codes_below is None:
+            self._codes_below = count_table(self.cum("n")[:, 1:], self.n)
 
     @classmethod
     def of_pairs(cls, pairs: np.ndarray, codes: Codes) -> "Dense":
@@ -98,13 +144,17 @@ class Dense:
 
     def below(self, edges, q, rows):
         """Sums of ``q`` over codes < ``edges`` (j, w) in rows ``rows`` (j,)."""
-        return self.cum(q).ravel()[edges + (self.m + 1) * rows[:, None]]
+        return np.take(self.cum(q), edges + (self.m + 1) * rows[:, None])
 
     def code_at(self, pos, rows, presorted: bool = False):
         """Code at sorted position ``pos`` (< n) of rows ``rows``: one search over
         all rows' inclusive counts, row r offset by r (n + 1) so they never overlap.
         ``presorted``: ``pos`` is non-decreasing along each row and ``rows`` is
         increasing, so the offset queries are sorted already."""
+        if presorted and rows.size == self.k:         # the code: #{codes c: n(<= c) <= pos}
+            if self._codes_below is not None:
+                return read_counts(self._codes_below, pos, "right")
+            return count_rows(self.cum("n")[:, 1:], pos, self.n, "right")
         if self._inclusive is None:
             self._inclusive = self.cum("n")[0, 1:] if self.k == 1 else (
                 self.cum("n")[:, 1:] + (self.n + 1) * np.arange(self.k)[:, None]).ravel()
@@ -154,14 +204,12 @@ class HeldOut:
 
     def below(self, at: np.ndarray, q: str) -> np.ndarray:
         """Sums of ``q`` over each row's first ``at`` (k, w) sorted points."""
-        return self._cum[q].ravel()[at + (self.n + 1) * np.arange(self.k)[:, None]]
+        return np.take(self._cum[q], at + (self.n + 1) * np.arange(self.k)[:, None])
 
     def count_below(self, code: np.ndarray) -> np.ndarray:
         """Points with a code < ``code`` (k, w; non-decreasing along each row):
         one search over all rows, row r's codes offset by r (m + 1)."""
-        off = (self.m + 1) * np.arange(self.k)[:, None]
-        found = np.searchsorted((self.code + off).ravel(), (code + off).ravel())
-        return found.reshape(code.shape) - self.n * np.arange(self.k)[:, None]
+        return count_rows(self.code, code, self.m, "left")
 
     def training_ranks(self, sample: "Dense") -> np.ndarray:
         """Per held-out point of code c, the training points (the row less this
@@ -256,10 +304,8 @@ def held_out_edges(sample: "Dense", fold: HeldOut, codes: Codes, scheme: str, ca
         c = np.broadcast_to(v, (k, v.size))
         return c, fold.count_below(c), lo, hi
     u, lo, hi = es_columns(sample.n - fold.n, cands)
-    off = (sample.n + 1) * rows[:, None]
-    j_u = np.searchsorted((fold.training_ranks(sample) + off).ravel(),
-                          (u + off).ravel(), side="right").reshape(k, u.size)
-    j_u -= fold.n * rows[:, None]
+    j_u = count_rows(fold.training_ranks(sample), np.broadcast_to(u, (k, u.size)),
+                     sample.n - fold.n, "right")
     c_u = sample.code_at(u + j_u, rows, presorted=True)
     one = np.full((k, 1), codes.code_one)
     c = np.concatenate((np.zeros((k, 1), dtype=np.int64), c_u, one,
@@ -333,6 +379,8 @@ def cv_scores(sample: Dense, pairs: np.ndarray, tests, codes: Codes, scheme: str
     rows = np.arange(k)
     first = bin_layout(cands)[2]
     flat = map != "slope1"
+    if scheme == "es" and sample.n + sample.m < DENSE_PER_NEEDLE * len(tests) * sum(cands):
+        sample.keep_code_table()                  # the folds ask ~sum(cands) codes each
     out = np.zeros((k, len(cands)))
     for test in tests:                            # one fold in memory at a time
         fold = HeldOut(pairs[:, test], codes, ("y", "s", "ss", "sy") if flat else ("y", "s"))
@@ -341,7 +389,7 @@ def cv_scores(sample: Dense, pairs: np.ndarray, tests, codes: Codes, scheme: str
         tr_n, tr_y = sample.below(c, "n", rows) - j, sample.below(c, "y", rows) - te["y"]
 
         def bins(a):                              # (k, columns) -> (k, bins)
-            return a[:, hi] - a[:, lo]
+            return np.take(a, hi, axis=1) - np.take(a, lo, axis=1)
 
         n_tr, y_tr, n_te, y_te = bins(tr_n), bins(tr_y), bins(j), bins(te["y"])
         full = n_tr > 0
