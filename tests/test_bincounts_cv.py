@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from fitontest import families, metrics
-from fitontest.families import bincounts
+from fitontest.families import bincounts, bincv
 from fitontest.families.binning import BinningFamily
 from fitontest.selection import complexity_rule, kfold_indices
 
@@ -15,7 +15,7 @@ from fitontest.selection import complexity_rule, kfold_indices
 @pytest.fixture(params=["histogram", "search"])
 def counting(request, monkeypatch):
     """Force one of count_rows' two ways (the threshold decides otherwise)."""
-    monkeypatch.setattr(bincounts, "DENSE_PER_NEEDLE", 10 ** 9 if request.param == "histogram"
+    monkeypatch.setattr(bincv, "DENSE_PER_NEEDLE", 10 ** 9 if request.param == "histogram"
                         else 0)
     return request.param
 
@@ -67,7 +67,7 @@ def test_count_rows_equals_a_search_per_row(counting, n, n_folds, max_bins):
     needles = np.sort(rng.integers(0, 51, size=(4, 3 * max_bins)), axis=1)
     for side in ("left", "right"):
         want = np.stack([np.searchsorted(v, q, side=side) for v, q in zip(values, needles)])
-        np.testing.assert_array_equal(bincounts.count_rows(values, needles, 50, side), want)
+        np.testing.assert_array_equal(bincv.count_rows(values, needles, 50, side), want)
 
 
 CASES = [("es", "slope1", 10, 40), ("ew", "slope1", 10, 40),
@@ -115,11 +115,11 @@ def test_held_out_edges_are_the_training_folds_codes(counting):
     codes = bincounts.Codes(s, (rng.random(200) < s).astype(float))
     pairs = codes.pairs[rng.integers(0, 200, size=(5, 123))]
     sample = bincounts.Dense.of_pairs(pairs, codes)
-    test = bincounts.fold_tests(families.get("ece_es_cv"), 123)[3]
-    fold = bincounts.HeldOut(pairs[:, test], codes)
+    test = bincv.fold_tests(families.get("ece_es_cv"), 123)[3]
+    held = np.sort(pairs[:, test] % codes.m, axis=1)
     cands = tuple(range(1, 41))
-    c, j, _, _ = bincounts.held_out_edges(sample, fold, codes, "es", cands)
-    u = bincounts.es_columns(123 - test.size, cands)[0]
+    c, j, _, _ = bincv.held_out_edges(sample, held, codes, "es", cands)
+    u = bincv.es_columns(123 - test.size, cands)[0]
     train = np.delete(pairs, test, axis=1) % codes.m
     held = pairs[:, test] % codes.m
     for r in range(5):

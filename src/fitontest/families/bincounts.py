@@ -10,69 +10,26 @@ coded by its rank among the original sample's distinct scores
 and score sum are differences of a row's cumulative sums below two edge codes.
 A plain fit is one row; :func:`replicate_estimates` runs the same functions
 on chunks of resampled rows. A row is held as :class:`Dense` per-code counts
-(a whole sample or resample; O(m) per row); a CV held-out fold as
-:class:`HeldOut`, its points' codes sorted (O(n_fold) per row, so the folds
-never cost O(m) each), and its training fold as the row less it.
+(a whole sample or resample; O(m) per row); the cross-validation is
+:mod:`fitontest.families.bincv`'s (held-out folds kept as sorted codes).
 """
 from __future__ import annotations
 
-import functools
 from typing import Iterable
 
 import numpy as np
 
 from fitontest.core import calibration_error
-from ..selection import complexity_rule, kfold_indices
+from ..selection import complexity_rule
+from .bincv import CVCodes, count_rows, count_table, es_starts, fold_tests, read_counts
+
+__all__ = ["Codes", "Dense", "es_starts", "edges", "sweep", "fit_rows", "replicate_estimates",
+           "fold_tests", "used_estimates"]
 
 #: bytes of working arrays per chunk of resampled rows (sets the chunk size)
 CHUNK_BYTES = 48 * 2 ** 20
 #: the sweep's B at which rows still monotone try the per-code shortcut
 SHORTCUT_AFTER = 64
-#: :func:`count_rows` counts by histogram when the value range plus the values
-#: per row is below this many times the needles per row (else it searches)
-DENSE_PER_NEEDLE = 16
-
-
-def es_starts(n, n_bins, b):
-    """Sorted position of the first point of ES group ``b`` (1..B-1) under
-    ``numpy.array_split(range(n), n_bins)``; broadcasts over all arguments."""
-    q, r = np.divmod(n, n_bins)
-    return b * q + np.minimum(b, r)
-
-
-def count_rows(values: np.ndarray, needles: np.ndarray, top: int, side: str) -> np.ndarray:
-    """Per row r and needle v = ``needles[r, i]``: how many of ``values[r]`` are
-    < v (``side="left"``) or <= v (``"right"``); integers in [0, top], values
-    sorted and needles non-decreasing along each row (k rows).
-
-    Few needles over a wide range: one search over all rows at once (row r
-    offset by r (top + 1), so the offset needles are sorted too). Many needles
-    over a narrow range (small rows): a histogram of each row's values and its
-    cumulative sums, read at the needles, costs O(range) per row and no search.
-    """
-    k, w = needles.shape
-    rows = np.arange(k)[:, None]
-    span = top + 1
-    if span + values.shape[1] < DENSE_PER_NEEDLE * w:
-        return read_counts(count_table(values, top), needles, side)
-    found = np.searchsorted((values + span * rows).ravel(), (needles + span * rows).ravel(),
-                            side=side)
-    return found.reshape(k, w) - values.shape[1] * rows
-
-
-def count_table(values: np.ndarray, top: int) -> np.ndarray:
-    """(k, top + 2): [r, v] = how many of ``values[r]`` (integers in [0, top]) are < v."""
-    k, span = values.shape[0], top + 1
-    table = np.zeros((k, span + 1), dtype=np.int64)
-    table[:, 1:] = np.bincount((values + span * np.arange(k)[:, None]).ravel(),
-                               minlength=k * span).reshape(k, span)
-    return np.add.accumulate(table, axis=1, out=table)
-
-
-def read_counts(table: np.ndarray, needles: np.ndarray, side: str) -> np.ndarray:
-    """:func:`count_rows` read off a :func:`count_table`."""
-    rows = np.arange(table.shape[0])[:, None]
-    return np.take(table, needles + (side == "right") + table.shape[1] * rows)
 
 
 class Codes:
@@ -124,6 +81,24 @@ class Dense:
         searching when the positions asked for are many (all CV folds')."""
         if self._codes_below is None:
             self._codes_below = count_table(self.cum("n")[:, 1:], self.n)
+
+    @classmethod
+    def of_codes(cls, code_rows: np.ndarray, codes: Codes) -> "Dense":
+        """Rows of codes only (k, n), their labels to come (:meth:`labelled`)."""
+        k, m = code_rows.shape[0], codes.m
+        flat = code_rows.ravel() if k == 1 else (code_rows + m * np.arange(k)[:, None]).ravel()
+        return cls(np.bincount(flat, minlength=k * m).reshape(k, m), None, codes)
+
+    def labelled(self, labels: np.ndarray, code_rows: np.ndarray) -> "Dense":
+        """These rows (:meth:`of_codes`) with labels (k, n): the label-free
+        counts, sums and tables are shared, not copied."""
+        k, m = self.k, self.m
+        flat = (code_rows if k == 1 else code_rows + m * np.arange(k)[:, None])[labels]
+        out = Dense(self.per_code["n"], np.bincount(flat, minlength=k * m).reshape(k, m),
+                    self.codes)
+        out._cum = {q: a for q, a in self._cum.items() if q != "y"}
+        out._inclusive, out._codes_below = self._inclusive, self._codes_below
+        return out
 
     @classmethod
     def of_pairs(cls, pairs: np.ndarray, codes: Codes) -> "Dense":
@@ -180,50 +155,6 @@ class Dense:
         return out
 
 
-class HeldOut:
-    """A CV held-out fold of k rows, from its points' pairs (k, n_f): the codes
-    sorted per row and exclusive cumulative sums over them of ``quantities``
-    ("y", "s", "ss" = sum s^2, "sy" = sum s y); ``base`` is sum (s - y)^2."""
-
-    def __init__(self, pairs: np.ndarray, codes: Codes, quantities=("y", "s")):
-        self.k, self.n, self.m = pairs.shape[0], pairs.shape[1], codes.m
-        y = (pairs >= self.m).astype(pairs.dtype)
-        key = 2 * pairs - (2 * self.m - 1) * y                   # 2 code + label
-        key.sort(axis=1)                                         # by code, then label
-        self.code = key >> 1
-        y = key & 1
-        s = codes.uniq[self.code]
-        d = s - y
-        self.base = np.einsum("ij,ij->i", d, d)
-        self._cum = {}
-        for q in quantities:
-            a = {"y": y, "s": s}[q] if q in ("y", "s") else (s * s if q == "ss" else s * y)
-            out = np.zeros((self.k, self.n + 1), dtype=a.dtype)
-            np.add.accumulate(a, axis=1, out=out[:, 1:])
-            self._cum[q] = out
-
-    def below(self, at: np.ndarray, q: str) -> np.ndarray:
-        """Sums of ``q`` over each row's first ``at`` (k, w) sorted points."""
-        return np.take(self._cum[q], at + (self.n + 1) * np.arange(self.k)[:, None])
-
-    def count_below(self, code: np.ndarray) -> np.ndarray:
-        """Points with a code < ``code`` (k, w; non-decreasing along each row):
-        one search over all rows, row r's codes offset by r (m + 1)."""
-        return count_rows(self.code, code, self.m, "left")
-
-    def training_ranks(self, sample: "Dense") -> np.ndarray:
-        """Per held-out point of code c, the training points (the row less this
-        fold) with a code <= c: A(<= c) - F(<= c), non-decreasing along a row."""
-        n_f = self.n
-        a_le = sample.below(self.code + 1, "n", np.arange(self.k))
-        # F(<= c_j) = the end of c_j's run in the sorted codes: the next run's start
-        end = np.empty(self.code.shape, dtype=bool)
-        end[:, -1] = True
-        np.not_equal(self.code[:, 1:], self.code[:, :-1], out=end[:, :-1])
-        f_le = np.where(end, np.arange(1, n_f + 1), n_f)
-        return a_le - np.minimum.accumulate(f_le[:, ::-1], axis=1)[:, ::-1]
-
-
 # --------------------------------------------------------------------- bins
 def edges(sample, codes: Codes, scheme: str, n_bins, b_max: int, rows=None) -> np.ndarray:
     """Code edges (k, b_max + 1) of the bins of ``rows`` (default every row):
@@ -245,74 +176,6 @@ def edges(sample, codes: Codes, scheme: str, n_bins, b_max: int, rows=None) -> n
     inner = np.where(b < nb, inner, m)
     return np.concatenate((np.zeros((rows.size, 1), dtype=np.int64), inner,
                            np.full((rows.size, 1), m)), axis=1)
-
-
-def bin_layout(cands: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every bin of every candidate B, candidate after candidate (sum of the
-    candidates in all): its B, its index b in 0..B-1, and each candidate's first bin."""
-    c = np.asarray(cands, dtype=np.int64)
-    first = np.concatenate(([0], np.cumsum(c)[:-1]))
-    return np.repeat(c, c), np.arange(c.sum()) - np.repeat(first, c), first
-
-
-@functools.lru_cache(maxsize=16)
-def es_columns(n_tr: int, cands: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct ES edges of every candidate on a training fold of ``n_tr``
-    points: (sorted positions U, lower and upper edge column of every bin of
-    :func:`bin_layout`). Columns: 0 = code 0, 1..|U| = the code at position
-    U_i, |U| + 1 = the code of 1.0 (positions past the fold), |U| + 2 = m."""
-    big_b, b, _ = bin_layout(cands)
-    j = np.concatenate((b, b + 1))                 # lower, then upper edge of every bin
-    nb = np.concatenate((big_b, big_b))
-    pos = es_starts(n_tr, nb, j)
-    inner = (j > 0) & (j < nb)
-    u = np.unique(pos[inner & (pos < n_tr)])
-    col = np.where(pos < n_tr, 1 + np.searchsorted(u, pos), u.size + 1)
-    col = np.where(j == 0, 0, np.where(j == nb, u.size + 2, col))
-    for a in (u, col):
-        a.flags.writeable = False
-    return u, col[:big_b.size], col[big_b.size:]
-
-
-def ew_columns(codes: Codes, cands: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct EW edge codes V of every candidate (0 and m included) and
-    the lower and upper column of every bin of :func:`bin_layout`; kept on ``codes``."""
-    cache = codes.__dict__.setdefault("_ew_columns", {})
-    if cands not in cache:
-        big_b, b, _ = bin_layout(cands)
-        first = {B: np.concatenate(([0], codes.ew_first(B, B), [codes.m])) for B in cands}
-        lo = np.concatenate([first[B][:-1] for B in cands])
-        hi = np.concatenate([first[B][1:] for B in cands])
-        v = np.unique(np.concatenate((lo, hi)))
-        cache[cands] = v, np.searchsorted(v, lo), np.searchsorted(v, hi)
-    return cache[cands]
-
-
-def held_out_edges(sample: "Dense", fold: HeldOut, codes: Codes, scheme: str, cands: tuple):
-    """(C, J, lower, upper): every distinct edge of the candidates' bins on the
-    training fold (the row less ``fold``) as a code C (k, w), the held-out
-    points below it J (k, w), and each bin's lower and upper column.
-
-    EW edges are fixed codes. The ES edge at training position t is the code
-    c of the t-th training point; the held-out points below it are those whose
-    training rank (training points with code <= theirs) is <= t, and that
-    point sits at position t + J of the whole row, whose code is read off the
-    row's counts. U and the ranks are sorted, so no search needs a sort."""
-    k, rows = sample.k, np.arange(sample.k)
-    if scheme == "ew":
-        v, lo, hi = ew_columns(codes, cands)
-        c = np.broadcast_to(v, (k, v.size))
-        return c, fold.count_below(c), lo, hi
-    u, lo, hi = es_columns(sample.n - fold.n, cands)
-    j_u = count_rows(fold.training_ranks(sample), np.broadcast_to(u, (k, u.size)),
-                     sample.n - fold.n, "right")
-    c_u = sample.code_at(u + j_u, rows, presorted=True)
-    one = np.full((k, 1), codes.code_one)
-    c = np.concatenate((np.zeros((k, 1), dtype=np.int64), c_u, one,
-                        np.full((k, 1), codes.m)), axis=1)
-    j = np.concatenate((np.zeros((k, 1), dtype=np.int64), j_u, fold.count_below(one),
-                        np.full((k, 1), fold.n)), axis=1)
-    return c, j, lo, hi
 
 
 def bin_sums(sample, edge_codes, q, rows=None) -> np.ndarray:
@@ -362,89 +225,38 @@ def sweep(sample: Dense, codes: Codes, scheme: str, max_bins) -> np.ndarray:
     return best
 
 
-def cv_scores(sample: Dense, pairs: np.ndarray, tests, codes: Codes, scheme: str, map: str,
-              cands: np.ndarray) -> np.ndarray:
-    """Mean held-out squared error (k, n_candidates) of the map fitted on each
-    training fold (row less its held-out fold ``pairs[:, test]``), all
-    candidates B at once.
-
-    Every bin is a difference of sums below two edges (:func:`held_out_edges`:
-    held-out sums read at J, training sums = the row's at C less them). Per
-    held-out bin the squared error is a sum of the fold's bin sums:
-    slope-1 c = s + d: sum (s - y)^2 + 2 d sum (s - y) + d^2 n; flat c = ybar
-    on bins with training points (s elsewhere): sum (s - y)^2 + ybar^2 n
-    - 2 ybar sum y - sum s^2 + 2 sum s y.
-    """
-    k, cands = sample.k, tuple(int(b) for b in cands)
-    rows = np.arange(k)
-    first = bin_layout(cands)[2]
-    flat = map != "slope1"
-    if scheme == "es" and sample.n + sample.m < DENSE_PER_NEEDLE * len(tests) * sum(cands):
-        sample.keep_code_table()                  # the folds ask ~sum(cands) codes each
-    out = np.zeros((k, len(cands)))
-    for test in tests:                            # one fold in memory at a time
-        fold = HeldOut(pairs[:, test], codes, ("y", "s", "ss", "sy") if flat else ("y", "s"))
-        c, j, lo, hi = held_out_edges(sample, fold, codes, scheme, cands)
-        te = {q: fold.below(j, q) for q in fold._cum}
-        tr_n, tr_y = sample.below(c, "n", rows) - j, sample.below(c, "y", rows) - te["y"]
-
-        def bins(a):                              # (k, columns) -> (k, bins)
-            return np.take(a, hi, axis=1) - np.take(a, lo, axis=1)
-
-        n_tr, y_tr, n_te, y_te = bins(tr_n), bins(tr_y), bins(j), bins(te["y"])
-        full = n_tr > 0
-        safe = np.where(full, n_tr, 1)
-        if not flat:
-            s_tr = bins(sample.below(c, "s", rows) - te["s"])
-            d = np.where(full, (y_tr - s_tr) / safe, 0.0)
-            extra = 2 * d * (bins(te["s"]) - y_te) + d * d * n_te
-        else:
-            m = y_tr / safe
-            extra = np.where(full, m * m * n_te - 2 * m * y_te - bins(te["ss"])
-                             + 2 * bins(te["sy"]), 0.0)
-        out += (fold.base[:, None] + np.add.reduceat(extra, first, axis=1)) / fold.n
-    return out / len(tests)
-
-
-@functools.lru_cache(maxsize=8)
-def _held_out_positions(n: int, n_folds: int, seed: int) -> tuple[np.ndarray, ...]:
-    tests = tuple(test for _, test in kfold_indices(n, n_folds, seed))
-    for t in tests:
-        t.flags.writeable = False
-    return tests
-
-
-def fold_tests(fam, n: int) -> tuple[np.ndarray, ...] | None:
-    """Held-out positions of the family's CV folds
-    (:func:`fitontest.selection.kfold_indices`) over a row of n points, or None
-    without CV. Every resample has n points, so one split serves all rows (and
-    every later call with the same n: the split is kept)."""
-    if fam.selection != "cv":
-        return None
-    return _held_out_positions(int(n), int(fam.n_folds), int(fam.seed))
-
-
-def choose_bins(fam, sample: Dense, pairs: np.ndarray, codes: Codes, tests):
-    """B of every row under the family's selection, and for CV the scores."""
+def choose_bins(fam, sample: Dense, codes: Codes):
+    """B of every row under a fixed or swept selection (the CV: :func:`fit_rows`)."""
     if fam.selection == "fixed":
-        return np.full(sample.k, int(fam.n_bins)), None
-    if fam.selection == "sweep":
-        return sweep(sample, codes, fam.scheme, fam.max_bins), None
-    cands = np.arange(1, int(fam.max_bins) + 1)
-    cv = cv_scores(sample, pairs, tests, codes, fam.scheme, fam.map, cands)
-    return np.array([complexity_rule(cands, row, tol=float(fam.tol)) for row in cv]), cv
+        return np.full(sample.k, int(fam.n_bins))
+    return sweep(sample, codes, fam.scheme, fam.max_bins)
 
 
-def fit_rows(fam, pairs: np.ndarray, codes: Codes, tests=None):
+def fit_rows(fam, pairs: np.ndarray, codes: Codes, tests=None, shared=None):
     """Bins of the family fitted on every row of points ``pairs`` (k, n):
     (B per row, code edges (k, max B + 1), counts, score sums, label sums, CV
-    scores). ``tests``: :func:`fold_tests` (computed when None)."""
-    sample = Dense.of_pairs(pairs, codes)
+    scores, the CV's label-free part). ``tests``: :func:`fold_tests` (computed
+    when None); ``shared``: the :class:`~fitontest.families.bincv.CVCodes` of
+    rows with the same codes (made when None)."""
     tests = fold_tests(fam, pairs.shape[1]) if tests is None else tests
-    n_bins, cv = choose_bins(fam, sample, pairs, codes, tests)
+    cv = None
+    if fam.selection != "cv":
+        sample = Dense.of_pairs(pairs, codes)
+        n_bins = choose_bins(fam, sample, codes)
+    else:
+        labels = pairs >= codes.m
+        code_rows = pairs - codes.m * labels.astype(pairs.dtype)
+        if shared is None:
+            rows = Dense.of_codes(code_rows, codes)
+            shared = rows, CVCodes(rows, code_rows, tests, codes, fam.scheme,
+                                   np.arange(1, int(fam.max_bins) + 1), fam.map)
+        sample = shared[0].labelled(labels, code_rows)
+        cv = shared[1].scores(sample, labels)
+        cands = np.arange(1, int(fam.max_bins) + 1)
+        n_bins = np.array([complexity_rule(cands, row, tol=float(fam.tol)) for row in cv])
     e = edges(sample, codes, fam.scheme, n_bins, int(n_bins.max()))
     return (n_bins, e, sample.segment_sums(e, "n"), sample.segment_sums(e, "s"),
-            sample.segment_sums(e, "y"), cv)
+            sample.segment_sums(e, "y"), cv, shared)
 
 
 def used_estimates(counts, sum_s, sum_y, p: int) -> np.ndarray:
@@ -471,13 +283,27 @@ def replicate_estimates(fam, s: np.ndarray, y: np.ndarray, resamples: Iterable[n
     codes = Codes(s, y)
     tests = {}
     out = []
+    # chunk start -> (codes of its rows, their CV's label-free part) in the last
+    # block: a block of the same points with other labels (the next consistency
+    # world) reuses them
+    last: dict = {}
     for block in resamples:
         m = block.shape[1]
         if m not in tests:
             tests[m] = fold_tests(fam, m)
         step = chunk_rows(m, codes.m)
+        now = {}
         for i in range(0, block.shape[0], step):
             pairs = codes.pairs[block[i:i + step]]
-            _, _, cnt, ssum, ysum, _ = fit_rows(fam, pairs, codes, tests[m])
+            shared = None
+            if fam.selection == "cv":
+                rows = pairs % codes.m
+                if i in last and last[i][0].shape == rows.shape and np.array_equal(last[i][0],
+                                                                                   rows):
+                    shared = last[i][1]
+            _, _, cnt, ssum, ysum, _, shared = fit_rows(fam, pairs, codes, tests[m], shared)
+            if shared is not None:
+                now[i] = rows, shared
             out.append(used_estimates(cnt, ssum, ysum, p))
+        last = now
     return np.concatenate(out) if out else np.empty(0)
