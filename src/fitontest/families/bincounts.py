@@ -89,12 +89,10 @@ class Dense:
         flat = code_rows.ravel() if k == 1 else (code_rows + m * np.arange(k)[:, None]).ravel()
         return cls(np.bincount(flat, minlength=k * m).reshape(k, m), None, codes)
 
-    def labelled(self, labels: np.ndarray, code_rows: np.ndarray) -> "Dense":
-        """These rows (:meth:`of_codes`) with labels (k, n): the label-free
-        counts, sums and tables are shared, not copied."""
-        k, m = self.k, self.m
-        flat = (code_rows if k == 1 else code_rows + m * np.arange(k)[:, None])[labels]
-        out = Dense(self.per_code["n"], np.bincount(flat, minlength=k * m).reshape(k, m),
+    def labelled(self, pairs: np.ndarray) -> "Dense":
+        """These rows (:meth:`of_codes`) with labels, from their points ``pairs``
+        (k, n): the label-free counts, sums and tables are shared, not copied."""
+        out = Dense(self.per_code["n"], Dense.of_pairs(pairs, self.codes).per_code["y"],
                     self.codes)
         out._cum = {q: a for q, a in self._cum.items() if q != "y"}
         out._inclusive, out._codes_below = self._inclusive, self._codes_below
@@ -143,8 +141,11 @@ class Dense:
         return code.reshape(pos.shape) - self.m * rows[:, None]
 
     def segment_sums(self, edges: np.ndarray, q: str) -> np.ndarray:
-        """Bin sums (k, B) of ``q`` summed within each bin (``reduceat``), not as a
-        difference of cumulative sums: the fitted bin means keep full precision."""
+        """Bin sums (k, B) of ``q``. Score sums are summed within each bin
+        (``reduceat``), not taken as a difference of cumulative sums: the fitted
+        bin means keep full precision; counts are integers, exact either way."""
+        if q != "s" and q in self._cum:
+            return np.diff(self.below(edges, q, np.arange(self.k)), axis=1).astype(np.float64)
         a = (self.per_code["n"] * self.codes.uniq) if q == "s" else self.per_code[q]
         # the code runs of positive length tile every row: each one's sum runs
         # up to the next one's start (the last to the end)
@@ -245,12 +246,12 @@ def fit_rows(fam, pairs: np.ndarray, codes: Codes, tests=None, shared=None):
         n_bins = choose_bins(fam, sample, codes)
     else:
         labels = pairs >= codes.m
-        code_rows = pairs - codes.m * labels.astype(pairs.dtype)
         if shared is None:
+            code_rows = pairs - codes.m * labels.astype(pairs.dtype)
             rows = Dense.of_codes(code_rows, codes)
             shared = rows, CVCodes(rows, code_rows, tests, codes, fam.scheme,
                                    np.arange(1, int(fam.max_bins) + 1), fam.map)
-        sample = shared[0].labelled(labels, code_rows)
+        sample = shared[0].labelled(pairs)
         cv = shared[1].scores(sample, labels)
         cands = np.arange(1, int(fam.max_bins) + 1)
         n_bins = np.array([complexity_rule(cands, row, tol=float(fam.tol)) for row in cv])
@@ -297,7 +298,7 @@ def replicate_estimates(fam, s: np.ndarray, y: np.ndarray, resamples: Iterable[n
             pairs = codes.pairs[block[i:i + step]]
             shared = None
             if fam.selection == "cv":
-                rows = pairs % codes.m
+                rows = pairs - codes.m * (pairs >= codes.m).astype(pairs.dtype)   # codes
                 if i in last and last[i][0].shape == rows.shape and np.array_equal(last[i][0],
                                                                                    rows):
                     shared = last[i][1]
