@@ -127,3 +127,30 @@ def test_held_out_edges_are_the_training_folds_codes(counting):
         np.testing.assert_array_equal(c[r, 1:u.size + 1], want)
         np.testing.assert_array_equal(j[r, 1:u.size + 1],
                                       [(held[r] < code).sum() for code in want])
+
+
+def test_blocks_of_the_same_points_reuse_the_label_free_part(monkeypatch):
+    """The consistency worlds pass blocks of the same points with other labels
+    in turn: the CV's label-free part is built once per chunk of rows (two
+    chunks of 2 and 1 rows here) and every world's replicates still equal the
+    naive loop's."""
+    rng = np.random.default_rng(11)
+    n = 41
+    s = rng.random(n)
+    s2, y2 = np.concatenate((s, s)), np.concatenate((np.zeros(n), np.ones(n)))
+    idx, u = rng.integers(0, n, size=(3, n)), rng.random((3, n))
+    worlds = [idx + n * (u < t * s[idx]) for t in (0.5, 1.0, 1.5)]
+    built = []
+
+    class Counted(bincv.CVCodes):
+        def __init__(self, *args, **kw):
+            built.append(1)
+            super().__init__(*args, **kw)
+
+    monkeypatch.setattr(bincounts, "CVCodes", Counted)
+    monkeypatch.setattr(bincounts, "CHUNK_BYTES", 8 * 10 * n * 2)      # 2 rows a chunk
+    fam = BinningFamily(scheme="es", selection="cv", max_bins=12, n_folds=5, seed=2)
+    got = fam.bootstrap_replicates(s2, y2, iter(worlds), p=1)
+    assert len(built) == 2
+    want = [naive_used(fam, s2[r], y2[r])[0] for w in worlds for r in w]
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)

@@ -280,7 +280,10 @@ def replicate_estimates(fam, s: np.ndarray, y: np.ndarray, resamples: Iterable[n
     may be shorter than ``s``: the consistency worlds of ``intervals`` draw n
     points from a doubled sample); each is cut into chunks of
     :func:`chunk_rows` rows, so memory does not grow with R. The CV folds are
-    those of a row's length, computed once per length."""
+    those of a row's length, computed once per length. A block whose rows hold
+    the same points as the previous block's, labels aside (the consistency
+    worlds of ``intervals``, passed in one call), reuses their CV's label-free
+    part (:class:`~fitontest.families.bincv.CVCodes`)."""
     codes = Codes(s, y)
     tests = {}
     out = []
@@ -299,9 +302,11 @@ def replicate_estimates(fam, s: np.ndarray, y: np.ndarray, resamples: Iterable[n
             shared = None
             if fam.selection == "cv":
                 rows = pairs - codes.m * (pairs >= codes.m).astype(pairs.dtype)   # codes
-                if i in last and last[i][0].shape == rows.shape and np.array_equal(last[i][0],
-                                                                                   rows):
-                    shared = last[i][1]
+                before = last.pop(i, None)          # released here when it differs
+                if before is not None and before[0].shape == rows.shape and np.array_equal(
+                        before[0], rows):
+                    shared = before[1]
+                before = None
             _, _, cnt, ssum, ysum, _, shared = fit_rows(fam, pairs, codes, tests[m], shared)
             if shared is not None:
                 now[i] = rows, shared

@@ -181,6 +181,8 @@ class FoldCodes:
         key.sort(axis=1)                           # by code, then position
         code = key // n_f
         self.where = test[key - code * n_f] + n * np.arange(k)[:, None]
+        if k * n < 2 ** 31:
+            self.where = self.where.astype(np.int32)      # kept for every world: half the memory
         self.s = codes.uniq[code]
         c, self.j, self.lo, self.hi = held_out_edges(sample, code, codes, scheme, cands)
         self.c_flat = c + (codes.m + 1) * np.arange(k)[:, None]
