@@ -1,4 +1,4 @@
-"""Cost of a CE interval (fitontest.intervals) per family and method, n = 1k and 10k.
+"""Cost of a CE interval (fitontest.intervals) per family and method, n = 1k, 3k, 10k.
 
 Binning families compute every replicate in one pass; all others refit per
 replicate, so their cost is measured on --refit-boot replicates and scaled
@@ -9,7 +9,7 @@ machine may be shared; wall time is printed too), after one warm-up call
 per family (numba compilation, imports).
 
     python benchmarks/interval_cost.py [--n-boot 200] [--refit-boot 5] [--families a,b]
-        [--methods basic,inverted,sun]
+        [--methods basic,inverted,sun] [--sizes 1000,3000,10000]
 
 Targets (issue #14): ece_es15 with 200 replicates on n = 10k <= 0.5 s,
 ece_es_cv <= 5 s.
@@ -24,7 +24,7 @@ from fitontest import families
 from fitontest.data import synthetic
 from fitontest.intervals import WORLD_T, batched, ce_interval
 
-SIZES = (1000, 10000)
+SIZES = (1000, 3000, 10000)
 
 
 def main() -> None:
@@ -33,12 +33,14 @@ def main() -> None:
     ap.add_argument("--refit-boot", type=int, default=5)
     ap.add_argument("--families", default=None, help="comma-separated (default: all)")
     ap.add_argument("--methods", default="basic,inverted,sun")
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     args = ap.parse_args()
+    sizes = [int(v) for v in args.sizes.split(",")]
     names = args.families.split(",") if args.families else families.names()
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; beta1 CE=0.05; "
           f"{args.n_boot} replicates (refit families: measured on {args.refit_boot}, scaled)\n")
     print(f"{'family':18s}{'method':>10s}{'path':>8s}" + "".join(f"{'CPU-s n=' + str(n):>14s}"
-                                                  f"{'wall-s':>9s}" for n in SIZES))
+                                                  f"{'wall-s':>9s}" for n in sizes))
     for name in names:
         fast = batched(name)
         for method in args.methods.split(","):
@@ -46,7 +48,7 @@ def main() -> None:
                 continue
             reps = args.n_boot if fast else args.refit_boot
             cells = []
-            for n in SIZES:
+            for n in sizes:
                 p, y, _ = synthetic.sample("beta1", 0.05, n, seed=0)
                 ce_interval(name, p[:400], y[:400], n_boot=2, method=method)   # warm-up
                 c0, w0 = time.process_time(), time.perf_counter()

@@ -9,13 +9,9 @@ coded by its rank among the original sample's distinct scores
 ``[E_b, E_{b+1})`` (tied scores share a bin), so a bin's count, label sum
 and score sum are differences of a row's cumulative sums below two edge codes.
 A plain fit is one row; :func:`replicate_estimates` runs the same functions
-on chunks of resampled rows. Three kinds of rows answer the two questions the
-functions ask (cumulative sums below a code, the code at a sorted position):
-
-- :class:`Dense`: per-code counts (a whole sample or resample; O(m) per row);
-- :class:`Sorted`: the sorted codes of a few points (a CV held-out fold,
-  O(n_fold) per row, so the folds never cost O(m) each);
-- :class:`Minus`: one row less another (a CV training fold = sample - held-out).
+on chunks of resampled rows. A row is held as :class:`Dense` per-code counts
+(a whole sample or resample; O(m) per row); the cross-validation is
+:mod:`fitontest.families.bincv`'s (held-out folds kept as sorted codes).
 """
 from __future__ import annotations
 
@@ -24,19 +20,16 @@ from typing import Iterable
 import numpy as np
 
 from fitontest.core import calibration_error
-from ..selection import complexity_rule, kfold_indices
+from ..selection import complexity_rule
+from .bincv import CVCodes, count_rows, count_table, es_starts, fold_tests, read_counts
+
+__all__ = ["Codes", "Dense", "es_starts", "edges", "sweep", "fit_rows", "replicate_estimates",
+           "fold_tests", "used_estimates"]
 
 #: bytes of working arrays per chunk of resampled rows (sets the chunk size)
 CHUNK_BYTES = 48 * 2 ** 20
 #: the sweep's B at which rows still monotone try the per-code shortcut
 SHORTCUT_AFTER = 64
-
-
-def es_starts(n, n_bins, b):
-    """Sorted position of the first point of ES group ``b`` (1..B-1) under
-    ``numpy.array_split(range(n), n_bins)``; broadcasts over all arguments."""
-    q, r = np.divmod(n, n_bins)
-    return b * q + np.minimum(b, r)
 
 
 class Codes:
@@ -47,13 +40,20 @@ class Codes:
         self.uniq, codes = np.unique(s, return_inverse=True)
         self.codes = codes.astype(np.int64).ravel()
         self.m = self.uniq.size
-        self.pairs = self.codes + self.m * y.astype(np.int64)
+        # int32 where it fits: resampled pairs are gathered and sorted faster
+        small = np.int32 if 2 * self.m < 2 ** 31 else np.int64
+        self.pairs = (self.codes + self.m * y.astype(np.int64)).astype(small)
         self.code_one = int(np.searchsorted(self.uniq, 1.0, side="left"))   # the edge 1.0
 
     def ew_first(self, n_bins: int, b_max: int) -> np.ndarray:
-        """First code of EW bins 1..b_max-1 of B = ``n_bins`` (m past B - 1)."""
-        bins = np.minimum(np.floor(self.uniq * n_bins).astype(np.int64), n_bins - 1)
-        return np.searchsorted(bins, np.arange(1, b_max), side="left")
+        """First code of EW bins 1..b_max-1 of B = ``n_bins`` (m past B - 1);
+        O(m) once per B (kept: the CV asks for every candidate in every fold)."""
+        cache = self.__dict__.setdefault("_ew", {})
+        if n_bins not in cache:
+            bins = np.minimum(np.floor(self.uniq * n_bins).astype(np.int64), n_bins - 1)
+            cache[n_bins] = np.searchsorted(bins, np.arange(1, n_bins), side="left")
+        first = cache[n_bins][:max(b_max - 1, 0)]
+        return np.concatenate((first, np.full(max(b_max - n_bins, 0), self.m, dtype=np.int64)))
 
     def value_edges(self, edges: np.ndarray, scheme: str) -> np.ndarray:
         """Score edges ``[0, e_1, .., 1]`` of one row's code edges (B + 1,)."""
@@ -73,6 +73,30 @@ class Dense:
         self.n = int(cnt[0].sum())
         self._cum: dict[str, np.ndarray] = {}
         self._inclusive = None
+        self._codes_below = None
+
+    def keep_code_table(self):
+        """Read every later :meth:`code_at` (``presorted``) off one table of
+        the codes below each position, O(n + m) per row: cheaper than
+        searching when the positions asked for are many (all CV folds')."""
+        if self._codes_below is None:
+            self._codes_below = count_table(self.cum("n")[:, 1:], self.n)
+
+    @classmethod
+    def of_codes(cls, code_rows: np.ndarray, codes: Codes) -> "Dense":
+        """Rows of codes only (k, n), their labels to come (:meth:`labelled`)."""
+        k, m = code_rows.shape[0], codes.m
+        flat = code_rows.ravel() if k == 1 else (code_rows + m * np.arange(k)[:, None]).ravel()
+        return cls(np.bincount(flat, minlength=k * m).reshape(k, m), None, codes)
+
+    def labelled(self, pairs: np.ndarray) -> "Dense":
+        """These rows (:meth:`of_codes`) with labels, from their points ``pairs``
+        (k, n): the label-free counts, sums and tables are shared, not copied."""
+        out = Dense(self.per_code["n"], Dense.of_pairs(pairs, self.codes).per_code["y"],
+                    self.codes)
+        out._cum = {q: a for q, a in self._cum.items() if q != "y"}
+        out._inclusive, out._codes_below = self._inclusive, self._codes_below
+        return out
 
     @classmethod
     def of_pairs(cls, pairs: np.ndarray, codes: Codes) -> "Dense":
@@ -87,29 +111,41 @@ class Dense:
         if q not in self._cum:
             a = (self.per_code["n"] * self.codes.uniq) if q == "s" else self.per_code[q]
             out = np.zeros((self.k, self.m + 1), dtype=a.dtype)
-            np.cumsum(a, axis=1, out=out[:, 1:])
+            np.add.accumulate(a, axis=1, out=out[:, 1:])   # (np.cumsum into a slice: slower)
             self._cum[q] = out
         return self._cum[q]
 
     def below(self, edges, q, rows):
         """Sums of ``q`` over codes < ``edges`` (j, w) in rows ``rows`` (j,)."""
-        return self.cum(q).ravel()[edges + (self.m + 1) * rows[:, None]]
+        return np.take(self.cum(q), edges + (self.m + 1) * rows[:, None])
 
-    def code_at(self, pos, rows):
+    def code_at(self, pos, rows, presorted: bool = False):
         """Code at sorted position ``pos`` (< n) of rows ``rows``: one search over
-        all rows' inclusive counts, row r offset by r (n + 1) so they never overlap."""
+        all rows' inclusive counts, row r offset by r (n + 1) so they never overlap.
+        ``presorted``: ``pos`` is non-decreasing along each row and ``rows`` is
+        increasing, so the offset queries are sorted already."""
+        if presorted and rows.size == self.k:         # the code: #{codes c: n(<= c) <= pos}
+            if self._codes_below is not None:
+                return read_counts(self._codes_below, pos, "right")
+            return count_rows(self.cum("n")[:, 1:], pos, self.n, "right")
         if self._inclusive is None:
             self._inclusive = self.cum("n")[0, 1:] if self.k == 1 else (
                 self.cum("n")[:, 1:] + (self.n + 1) * np.arange(self.k)[:, None]).ravel()
         query = (pos + (self.n + 1) * rows[:, None]).ravel()
-        order = np.argsort(query, kind="stable")          # sorted keys: cache-friendly
-        code = np.empty(query.size, dtype=np.int64)
-        code[order] = np.searchsorted(self._inclusive, query[order], side="right")
+        if presorted:
+            code = np.searchsorted(self._inclusive, query, side="right")
+        else:
+            order = np.argsort(query, kind="stable")          # sorted keys: cache-friendly
+            code = np.empty(query.size, dtype=np.int64)
+            code[order] = np.searchsorted(self._inclusive, query[order], side="right")
         return code.reshape(pos.shape) - self.m * rows[:, None]
 
     def segment_sums(self, edges: np.ndarray, q: str) -> np.ndarray:
-        """Bin sums (k, B) of ``q`` summed within each bin (``reduceat``), not as a
-        difference of cumulative sums: the fitted bin means keep full precision."""
+        """Bin sums (k, B) of ``q``. Score sums are summed within each bin
+        (``reduceat``), not taken as a difference of cumulative sums: the fitted
+        bin means keep full precision; counts are integers, exact either way."""
+        if q != "s" and q in self._cum:
+            return np.diff(self.below(edges, q, np.arange(self.k)), axis=1).astype(np.float64)
         a = (self.per_code["n"] * self.codes.uniq) if q == "s" else self.per_code[q]
         # the code runs of positive length tile every row: each one's sum runs
         # up to the next one's start (the last to the end)
@@ -118,83 +154,6 @@ class Dense:
         out = np.zeros(run.shape)
         out[run] = np.add.reduceat(a.reshape(-1), starts)
         return out
-
-
-class Sorted:
-    """Rows given by their points' pairs (k, n_fold), sorted per row; cumulative
-    "n", "y", "s", "ss" (sum s^2) and "sy" (sum s y) over the sorted points."""
-
-    def __init__(self, pairs: np.ndarray, codes: Codes):
-        self.k, self.n, self.m = pairs.shape[0], pairs.shape[1], codes.m
-        y = pairs >= self.m
-        pairs = np.sort(2 * (pairs - self.m * y) + y, axis=1)    # by code, then label
-        self.code = pairs >> 1
-        self._y = pairs & 1
-        self._s = codes.uniq[self.code]
-        self._keys = (self.code + (self.m + 1) * np.arange(self.k)[:, None]).ravel()
-        self._cum: dict[str, np.ndarray] = {}
-        self._last: list = [None, None, None]
-
-    def _values(self, q: str) -> np.ndarray:
-        s, y = self._s, self._y
-        return {"y": y, "s": s, "ss": s * s, "sy": s * y}[q]
-
-    def cum(self, q: str) -> np.ndarray:
-        """Exclusive cumulative sums (k, n_fold + 1) of ``q`` over the sorted points."""
-        if q not in self._cum:
-            a = self._values(q)
-            out = np.zeros((self.k, self.n + 1), dtype=a.dtype)
-            np.cumsum(a, axis=1, out=out[:, 1:])
-            self._cum[q] = out
-        return self._cum[q]
-
-    def _positions(self, edges, rows):
-        """Points below ``edges`` per row; the last search is kept (the same
-        edges are asked for several sums in turn)."""
-        if self._last[0] is not edges or self._last[1] is not rows:
-            query = (edges + (self.m + 1) * rows[:, None]).ravel()
-            order = np.argsort(query, kind="stable")      # sorted keys: cache-friendly
-            at = np.empty(query.size, dtype=np.int64)
-            at[order] = np.searchsorted(self._keys, query[order], side="left")
-            self._last = [edges, rows, at.reshape(edges.shape) - self.n * rows[:, None]]
-        return self._last[2]
-
-    def below(self, edges, q, rows):
-        at = self._positions(edges, rows)
-        if q == "n":
-            return at
-        return self.cum(q).ravel()[at + (self.n + 1) * rows[:, None]]
-
-    def total(self, q: str) -> np.ndarray:
-        """Sum of ``q`` over each row's points."""
-        return self._cum[q][:, -1] if q in self._cum else self._values(q).sum(axis=1)
-
-
-class Minus:
-    """Row r of ``a`` less row r of ``b`` (``b``'s points are among ``a``'s)."""
-
-    def __init__(self, a: Dense, b: Sorted):
-        self.a, self.b, self.k, self.m = a, b, a.k, a.m
-        self.n = a.n - b.n
-
-    def below(self, edges, q, rows):
-        return self.a.below(edges, q, rows) - self.b.below(edges, q, rows)
-
-    def code_at(self, pos, rows):
-        """Code at sorted position ``pos`` of rows ``rows``: the smallest c with
-        a(<= c) - b(<= c) > pos. Each step c <- a.code_at(pos + b(<= c)) is a
-        lower bound of it and stops there; as ``b`` is a small part of ``a`` (a
-        held-out fold) the steps shrink geometrically (a few steps)."""
-        code = self.a.code_at(pos, rows)
-        todo = np.ones(pos.shape, dtype=bool)
-        while todo.any():
-            r = np.broadcast_to(rows[:, None], pos.shape)[todo]
-            step = self.a.code_at((pos[todo] + self.b.below(
-                code[todo][:, None] + 1, "n", r)[:, 0])[:, None], r)[:, 0]
-            moved = step != code[todo]
-            code[todo] = step
-            todo[todo] = moved
-        return code
 
 
 # --------------------------------------------------------------------- bins
@@ -218,29 +177,6 @@ def edges(sample, codes: Codes, scheme: str, n_bins, b_max: int, rows=None) -> n
     inner = np.where(b < nb, inner, m)
     return np.concatenate((np.zeros((rows.size, 1), dtype=np.int64), inner,
                            np.full((rows.size, 1), m)), axis=1)
-
-
-def candidate_edges(sample, codes: Codes, scheme: str, cands: np.ndarray) -> np.ndarray:
-    """Code edges of every row for every candidate B, candidate-major:
-    (n_candidates * k, max B + 1), row j k + r = candidate j, row r (as
-    :func:`edges`). Every row has the same n, so the ES sorted positions of all
-    candidates are shared: each distinct position is looked up once per row."""
-    k, m, b_max = sample.k, codes.m, int(cands.max())
-    b = np.arange(1, b_max)[None, :]
-    valid = b < cands[:, None]                                   # (n_c, b_max - 1)
-    if scheme == "es":
-        starts = es_starts(sample.n, cands[:, None], b)
-        want = np.where(valid, np.minimum(starts, sample.n - 1), 0)
-        uniq, inv = np.unique(want, return_inverse=True)
-        at = sample.code_at(np.broadcast_to(uniq, (k, uniq.size)), np.arange(k))
-        inner = np.where(starts < sample.n, at[:, inv.reshape(want.shape)], codes.code_one)
-    else:
-        inner = np.stack([codes.ew_first(int(B), b_max) for B in cands])[None]
-        inner = np.broadcast_to(inner, (k,) + inner.shape[1:])
-    inner = np.where(valid, inner, m).transpose(1, 0, 2).reshape(cands.size * k, b_max - 1)
-    n_rows = cands.size * k
-    return np.concatenate((np.zeros((n_rows, 1), dtype=np.int64), inner,
-                           np.full((n_rows, 1), m)), axis=1)
 
 
 def bin_sums(sample, edge_codes, q, rows=None) -> np.ndarray:
@@ -290,72 +226,38 @@ def sweep(sample: Dense, codes: Codes, scheme: str, max_bins) -> np.ndarray:
     return best
 
 
-def cv_scores(sample: Dense, held_out: Iterable[Sorted], codes: Codes, scheme: str, map: str,
-              cands: np.ndarray) -> np.ndarray:
-    """Mean held-out squared error (k, n_candidates) of the map fitted on each
-    training fold (row less its held-out fold), all candidates B at once.
-
-    Per held-out bin the squared error is a sum of the fold's bin sums:
-    slope-1 c = s + d: sum (s - y)^2 + 2 d sum (s - y) + d^2 n; flat c = ybar
-    on bins with training points (s elsewhere): sum (s - y)^2 + ybar^2 n
-    - 2 ybar sum y - sum s^2 + 2 sum s y.
-    """
-    k, n_c = sample.k, cands.size
-    rows = np.tile(np.arange(k), n_c)                      # candidate j: rows j*k..
-    out = np.zeros((k, n_c))
-    n_folds = 0
-    for test in held_out:                          # one fold in memory at a time
-        n_folds += 1
-        train = Minus(sample, test)
-        e = candidate_edges(train, codes, scheme, cands)
-        n_tr = bin_sums(train, e, "n", rows)
-        y_tr = bin_sums(train, e, "y", rows)
-        full = n_tr > 0
-        safe = np.where(full, n_tr, 1)
-        n_te, y_te = bin_sums(test, e, "n", rows), bin_sums(test, e, "y", rows)
-        if map == "slope1":
-            d = np.where(full, (y_tr - bin_sums(train, e, "s", rows)) / safe, 0.0)
-            extra = 2 * d * (bin_sums(test, e, "s", rows) - y_te) + d * d * n_te
-        else:
-            c = y_tr / safe
-            extra = np.where(full, c * c * n_te - 2 * c * y_te - bin_sums(test, e, "ss", rows)
-                             + 2 * bin_sums(test, e, "sy", rows), 0.0)
-        base = test.total("ss") - 2 * test.total("sy") + test.total("y")   # sum (s - y)^2
-        out += (base[:, None] + extra.sum(axis=1).reshape(n_c, k).T) / test.n
-    return out / n_folds
-
-
-def fold_tests(fam, n: int) -> list[np.ndarray] | None:
-    """Held-out positions of the family's CV folds
-    (:func:`fitontest.selection.kfold_indices`) over a row of n points, or None
-    without CV. Every resample has n points, so one split serves all rows."""
-    if fam.selection != "cv":
-        return None
-    return [test for _, test in kfold_indices(n, int(fam.n_folds), int(fam.seed))]
-
-
-def choose_bins(fam, sample: Dense, pairs: np.ndarray, codes: Codes, tests):
-    """B of every row under the family's selection, and for CV the scores."""
+def choose_bins(fam, sample: Dense, codes: Codes):
+    """B of every row under a fixed or swept selection (the CV: :func:`fit_rows`)."""
     if fam.selection == "fixed":
-        return np.full(sample.k, int(fam.n_bins)), None
-    if fam.selection == "sweep":
-        return sweep(sample, codes, fam.scheme, fam.max_bins), None
-    cands = np.arange(1, int(fam.max_bins) + 1)
-    cv = cv_scores(sample, (Sorted(pairs[:, test], codes) for test in tests), codes,
-                   fam.scheme, fam.map, cands)
-    return np.array([complexity_rule(cands, row, tol=float(fam.tol)) for row in cv]), cv
+        return np.full(sample.k, int(fam.n_bins))
+    return sweep(sample, codes, fam.scheme, fam.max_bins)
 
 
-def fit_rows(fam, pairs: np.ndarray, codes: Codes, tests=None):
+def fit_rows(fam, pairs: np.ndarray, codes: Codes, tests=None, shared=None):
     """Bins of the family fitted on every row of points ``pairs`` (k, n):
     (B per row, code edges (k, max B + 1), counts, score sums, label sums, CV
-    scores). ``tests``: :func:`fold_tests` (computed when None)."""
-    sample = Dense.of_pairs(pairs, codes)
+    scores, the CV's label-free part). ``tests``: :func:`fold_tests` (computed
+    when None); ``shared``: the :class:`~fitontest.families.bincv.CVCodes` of
+    rows with the same codes (made when None)."""
     tests = fold_tests(fam, pairs.shape[1]) if tests is None else tests
-    n_bins, cv = choose_bins(fam, sample, pairs, codes, tests)
+    cv = None
+    if fam.selection != "cv":
+        sample = Dense.of_pairs(pairs, codes)
+        n_bins = choose_bins(fam, sample, codes)
+    else:
+        labels = pairs >= codes.m
+        if shared is None:
+            code_rows = pairs - codes.m * labels.astype(pairs.dtype)
+            rows = Dense.of_codes(code_rows, codes)
+            shared = rows, CVCodes(rows, code_rows, tests, codes, fam.scheme,
+                                   np.arange(1, int(fam.max_bins) + 1), fam.map)
+        sample = shared[0].labelled(pairs)
+        cv = shared[1].scores(sample, labels)
+        cands = np.arange(1, int(fam.max_bins) + 1)
+        n_bins = np.array([complexity_rule(cands, row, tol=float(fam.tol)) for row in cv])
     e = edges(sample, codes, fam.scheme, n_bins, int(n_bins.max()))
     return (n_bins, e, sample.segment_sums(e, "n"), sample.segment_sums(e, "s"),
-            sample.segment_sums(e, "y"), cv)
+            sample.segment_sums(e, "y"), cv, shared)
 
 
 def used_estimates(counts, sum_s, sum_y, p: int) -> np.ndarray:
@@ -378,17 +280,36 @@ def replicate_estimates(fam, s: np.ndarray, y: np.ndarray, resamples: Iterable[n
     may be shorter than ``s``: the consistency worlds of ``intervals`` draw n
     points from a doubled sample); each is cut into chunks of
     :func:`chunk_rows` rows, so memory does not grow with R. The CV folds are
-    those of a row's length, computed once per length."""
+    those of a row's length, computed once per length. A block whose rows hold
+    the same points as the previous block's, labels aside (the consistency
+    worlds of ``intervals``, passed in one call), reuses their CV's label-free
+    part (:class:`~fitontest.families.bincv.CVCodes`)."""
     codes = Codes(s, y)
     tests = {}
     out = []
+    # chunk start -> (codes of its rows, their CV's label-free part) in the last
+    # block: a block of the same points with other labels (the next consistency
+    # world) reuses them
+    last: dict = {}
     for block in resamples:
         m = block.shape[1]
         if m not in tests:
             tests[m] = fold_tests(fam, m)
         step = chunk_rows(m, codes.m)
+        now = {}
         for i in range(0, block.shape[0], step):
             pairs = codes.pairs[block[i:i + step]]
-            _, _, cnt, ssum, ysum, _ = fit_rows(fam, pairs, codes, tests[m])
+            shared = None
+            if fam.selection == "cv":
+                rows = pairs - codes.m * (pairs >= codes.m).astype(pairs.dtype)   # codes
+                before = last.pop(i, None)          # released here when it differs
+                if before is not None and before[0].shape == rows.shape and np.array_equal(
+                        before[0], rows):
+                    shared = before[1]
+                before = None
+            _, _, cnt, ssum, ysum, _, shared = fit_rows(fam, pairs, codes, tests[m], shared)
+            if shared is not None:
+                now[i] = rows, shared
             out.append(used_estimates(cnt, ssum, ysum, p))
+        last = now
     return np.concatenate(out) if out else np.empty(0)

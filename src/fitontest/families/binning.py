@@ -216,8 +216,8 @@ class BinningFamily(CalibrationFamily):
             self._fit_paper(s, y)
             return
         codes = bincounts.Codes(s, y)
-        n_bins, edges, cnt, sum_s, sum_y, cv = bincounts.fit_rows(self, codes.pairs[None, :],
-                                                                 codes)
+        n_bins, edges, cnt, sum_s, sum_y, cv, _ = bincounts.fit_rows(
+            self, codes.pairs[None, :], codes)
         self.n_bins_ = int(n_bins[0])
         self.edges_ = codes.value_edges(edges[0], self.scheme)
         with np.errstate(invalid="ignore", divide="ignore"):
