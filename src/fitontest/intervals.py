@@ -326,15 +326,27 @@ def world_replicates(fam, s: np.ndarray, y: np.ndarray, n_rep: int, seed, p: int
     s_aug = np.concatenate((s, s))            # index i: label 0, index n + i: label 1
     y_aug = np.concatenate((np.zeros(n), np.ones(n)))
     rng = np.random.default_rng(seed)
-    out = np.empty((t_grid.size, int(n_rep)))
     step = max(1, int(max_cells) // n)
-    for r0 in range(0, int(n_rep), step):
+    starts = range(0, int(n_rep), step)
+
+    def blocks():             # chunk by chunk, every world in turn: common random numbers
+        for r0 in starts:
+            rows = min(step, int(n_rep) - r0)
+            idx = rng.integers(0, n, size=(rows, n))
+            u = rng.random((rows, n))
+            for k in range(t_grid.size):
+                yield idx + n * (u < maps[k][idx])
+
+    # one call: the sample is validated and coded once, and a binning family
+    # reuses the label-free work of a chunk in every world
+    flat = replicate_estimates(fam, s_aug, y_aug, blocks(), p=p)
+    out = np.empty((t_grid.size, int(n_rep)))
+    i = 0
+    for r0 in starts:
         rows = min(step, int(n_rep) - r0)
-        idx = rng.integers(0, n, size=(rows, n))
-        u = rng.random((rows, n))
         for k in range(t_grid.size):
-            aug = idx + n * (u < maps[k][idx])
-            out[k, r0:r0 + rows] = replicate_estimates(fam, s_aug, y_aug, aug, p=p)
+            out[k, r0:r0 + rows] = flat[i:i + rows]
+            i += rows
     return theta, out
 
 
