@@ -233,12 +233,24 @@ def _adam(P, m, v, grad, r, j, c1, c2):
 
 
 @njit(cache=True, error_model="numpy")
+def adam_coefficients(step, lr):
+    """The bias corrections of Adam step number ``step``: (lr / (1 - beta1^step),
+    1 / sqrt(1 - beta2^step)), the same for every row."""
+    return lr / (1.0 - BETA1 ** step), 1.0 / math.sqrt(1.0 - BETA2 ** step)
+
+
+@njit(cache=True, error_model="numpy")
 def adam_step(P, m, v, grad, r, k, K1, step, lr):
     """Adam step number ``step`` of row r (the torch.optim.Adam formula, no
     weight decay) on its used entries. One step count serves all rows: they
     start together and a row steps only while it trains."""
-    c1 = lr / (1.0 - BETA1 ** step)
-    c2 = 1.0 / math.sqrt(1.0 - BETA2 ** step)
+    c1, c2 = adam_coefficients(step, lr)
+    adam_update(P, m, v, grad, r, k, K1, c1, c2)
+
+
+@njit(cache=True, error_model="numpy")
+def adam_update(P, m, v, grad, r, k, K1, c1, c2):
+    """:func:`adam_step` with its coefficients (:func:`adam_coefficients`) given."""
     for j in range(k + 1):
         _adam(P, m, v, grad, r, j, c1, c2)
     for j in range(K1, K1 + k + 2):
@@ -327,12 +339,18 @@ def shuffle_labels(key, epoch, label, out):
     where ``low < bound`` (chance about n^2 / 2^33 per shuffle: ~1 % at
     n = 9000), and then the whole shuffle is redone sequentially. Both paths
     give the same permutation."""
+    shuffle_labels_into(key, epoch, label, out, np.empty(max(label.shape[0] - 1, 0),
+                                                         dtype=np.int64))
+
+
+@njit(cache=True, error_model="numpy")
+def shuffle_labels_into(key, epoch, label, out, js):
+    """:func:`shuffle_labels` with the work array ``js`` (>= n - 1 int64) given."""
     state = key ^ (np.uint64(epoch + 1) * _MIX2)
     n = label.shape[0]
     out[:] = label
     if n < 2:
         return
-    js = np.empty(n - 1, dtype=np.int64)
     maybe = 0
     for t in range(n - 1):
         bound = np.uint64(n - t)
