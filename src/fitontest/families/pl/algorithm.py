@@ -60,7 +60,7 @@ BETA1, BETA2, EPS = 0.9, 0.999, 1e-8   # Adam: torch.optim.Adam's defaults
 
 
 # ----------------------------------------------------------------- geometry
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def geometry(P, r, k, K1, space, exact, p, t, u, X, h, b, a, inv):
     """Knots X, heights h, slopes b, intercepts a (and 1 / segment widths
     ``inv``) of row r with k interior knots; p, t, u: softmax of beta, knots
@@ -94,7 +94,7 @@ def geometry(P, r, k, K1, space, exact, p, t, u, X, h, b, a, inv):
         if exact:
             u[0] = 1.0
         for j in range(k + 2):
-            X[j] = math.log(max(t[j], CLIP)) - math.log(max(u[j], CLIP))
+            X[j] = math.log(max(t[j], CLIP) / max(u[j], CLIP))
             h[j] = P[r, K1 + j]
     for j in range(k + 1):
         d = X[j + 1] - X[j]
@@ -182,7 +182,7 @@ def point_arrays(space: int, loss: int, xs, ys, real):
 
 
 # ----------------------------------------------------------------- backward
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def backward(k, K1, space, p, t, u, h, b, inv, S0, S1, dh, dX, dp, grad, r):
     """Chain rule from the segment sums to (beta, eta): fills grad[r].
 
@@ -248,7 +248,7 @@ def adam_step(P, m, v, grad, r, k, K1, step, lr):
     adam_update(P, m, v, grad, r, k, K1, c1, c2)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def adam_update(P, m, v, grad, r, k, K1, c1, c2):
     """:func:`adam_step` with its coefficients (:func:`adam_coefficients`) given."""
     for j in range(k + 1):

@@ -35,9 +35,9 @@ MAX_MOVE = 0.5       # no parameter moves more than this in one iteration
 @njit(cache=True, error_model="numpy")
 def _loss_grad(Q, k, K1, space, loss, xs, ws, ts, n, rs, nvirt, work, grad):
     """Mean training loss of the parameter row Q[0] and its gradient in grad[0]."""
-    p, t, u, X, h, bb, aa, inv, S0, S1, dh, dX, dp = work
+    p, t, u, X, h, bb, aa, inv, S0, S1, dh, dX, dp, ends = work
     geometry(Q, 0, k, K1, space, False, p, t, u, X, h, bb, aa, inv)
-    f = point_pass(xs, ws, ts, 0, n, rs, nvirt, k, space, loss, X, aa, bb, S0, S1)
+    f = point_pass(xs, ws, ts, 0, n, rs, nvirt, k, space, loss, X, aa, bb, S0, S1, ends)
     backward(k, K1, space, p, t, u, h, bb, inv, S0, S1, dh, dX, dp, grad, 0)
     return f
 

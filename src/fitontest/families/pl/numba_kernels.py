@@ -19,7 +19,7 @@ AVX-512). Two things make that possible:
   than the rest of the point's work. Each probability ``q`` (>= 1e-16, a
   normal number) is split exactly into its binary exponent (an integer sum,
   exact in any order) and its mantissa in [1, 2) (a product, chunks of at
-  most 512 points so it cannot overflow): one log per batch.
+  most 1000 points so it cannot overflow): one log per batch.
 
 The per-point terms (:func:`_ce_prob` ...) are compiled apart, with
 ``contract`` only (fused multiply-adds), so reassociation never touches the
@@ -46,7 +46,7 @@ INV_LN2 = 1.44269504088896338700
 EXP_MIN, EXP_MAX = -708.0, 709.0
 _TAYLOR = tuple(1.0 / math.factorial(i) for i in range(14))
 LN2 = math.log(2.0)
-CHUNK = 512                          # points per mantissa product: < 2^512, no overflow
+CHUNK = 1000                         # points per mantissa product: < 2^1000, no overflow
 _MANT = np.int64((1 << 52) - 1)      # mantissa bits of a float64
 _ONE = np.int64(1023 << 52)          # exponent bits of 1.0
 
@@ -97,6 +97,8 @@ def fast_exp(x):
 # sigmoid share exp's division.
 _P1, _P2, _P3 = 1.66666666666666019037e-01, -2.77777777770155933842e-03, 6.61375632143793436117e-05
 _P4, _P5 = -1.65339022054652515390e-06, 4.13813679705723846039e-08
+_SHIFT = 1.5 * 2.0 ** 52               # x + _SHIFT rounds x to an integer (|x| < 2^51)
+_SHIFT_TO_2N = np.int64(1023 - int(np.float64(_SHIFT).view(np.int64)))   # bits(kd) -> n + 1023
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -104,11 +106,12 @@ def sigmoid_parts(t):
     """(e^t / (1 + e^t), 1 / (1 + e^t)) for t <= 709 (below -708 as at -708),
     each within a few ulp: e^t = 2^n (S + r) / (S - r) and one division."""
     t = EXP_MIN if t < EXP_MIN else t
-    n = np.floor(t * INV_LN2 + 0.5)
+    kd = t * INV_LN2 + _SHIFT              # n = round(t / ln 2) in the low bits of kd
+    n = kd - _SHIFT
     r = (t - n * LN2_HI) - n * LN2_LO
     z = r * r
     S = 2.0 + z * (_P1 + z * (_P2 + z * (_P3 + z * (_P4 + z * _P5))))
-    hi = (S + r) * _float_from_bits((np.int64(n) + 1023) << 52)
+    hi = (S + r) * _float_from_bits((_bits_of(kd) + _SHIFT_TO_2N) << 52)
     lo = S - r
     inv = 1.0 / (lo + hi)
     return hi * inv, lo * inv
@@ -214,7 +217,25 @@ def _seg_mse_logit(xs, ys, ts, aj, bj, Xj):
 
 
 @njit(cache=True, error_model="numpy")
-def point_pass(xs, ws, ts, start, stop, rs, nvirt, k, space, loss, X, a, b, S0, S1):
+def segment_ends(xs, start, stop, X, k, ends):
+    """ends[j] = the end of segment j in the sorted batch xs[start:stop]: the
+    first position with xs >= X[j + 1] (numpy's searchsorted, side "left"),
+    the last one ``stop``. Branch-free binary searches, all knots in one loop
+    so the searches' load latencies overlap."""
+    ends[k] = stop
+    for j in range(k):
+        v = X[j + 1]
+        base = start
+        n = stop - start
+        while n > 1:
+            half = n >> 1
+            base = base + half if xs[base + half - 1] < v else base
+            n -= half
+        ends[j] = base + 1 if (n == 1 and xs[base] < v) else base
+
+
+@njit(cache=True, error_model="numpy")
+def point_pass(xs, ws, ts, start, stop, rs, nvirt, k, space, loss, X, a, b, S0, S1, ends):
     """The forward/backward pass over one batch (entries ``start:stop`` of a
     group's batch arrays: inputs ``xs`` increasing, label arrays ``ws``,
     ``ts``): returns the mean loss and fills the per-segment sums
@@ -223,16 +244,18 @@ def point_pass(xs, ws, ts, start, stop, rs, nvirt, k, space, loss, X, a, b, S0, 
     points besides, each with p_y = 1/2 under CE).
 
     Segment j of the sorted batch ends where the knot X_{j+1} is (a binary
-    search). The loops read views from index 0: indices the compiler knows to
-    be non-negative need no negative-index wraparound, so they vectorise.
+    search; ``ends``: work array). The loops read views from index 0: indices
+    the compiler knows to be non-negative need no negative-index wraparound,
+    so they vectorise.
     """
+    segment_ends(xs, start, stop, X, k, ends)
     i0 = start
     total = 0.0              # MSE: the sum of losses
     mant, expo = 1.0, 0      # CE: product of p_y = mant * 2^expo
     count = 0
     chk = 0.0                # a NaN / inf in the sums makes the loss NaN too
     for j in range(k + 1):
-        i1 = stop if j == k else start + np.searchsorted(xs[start:stop], X[j + 1])
+        i1 = ends[j]
         aj, bj, Xj = a[j], b[j], X[j]
         s0 = s1 = 0.0
         c0 = i0
@@ -274,4 +297,5 @@ def scratch(K1):
     """Work arrays of one row: per knot (K1 + 1 = k_max + 2) and per segment (K1)."""
     return (np.empty(K1 + 1), np.empty(K1 + 1), np.empty(K1 + 1), np.empty(K1 + 1),
             np.empty(K1 + 1), np.empty(K1), np.empty(K1), np.empty(K1), np.empty(K1),
-            np.empty(K1), np.empty(K1 + 1), np.empty(K1 + 1), np.empty(K1))
+            np.empty(K1), np.empty(K1 + 1), np.empty(K1 + 1), np.empty(K1),
+            np.empty(K1, dtype=np.int64))

@@ -20,45 +20,42 @@ from .numba_kernels import point_pass, scratch
 
 
 @njit(cache=True, error_model="numpy")
-def shuffle_gather(keys, epoch, groups, label, bounds, gdata, first_virtual, out, rscale,
-                   nvirt, lab, js):
+def shuffle_gather(keys, epoch, g, label, bounds, gdata, first_virtual, out, rscale, nvirt,
+                   lab, js):
     """The batches of :func:`.algorithm.batch_orders`, gathered in the same
-    pass: for every group g in ``groups``, ``out[g]`` = the point arrays of
-    its members (``gdata[g]``, in increasing input order), batch after batch
-    (``bounds``), each batch in increasing input order; per batch b
-    ``rscale[g, b]`` = 1 / its real points (1 if none) and ``nvirt[g, b]``
-    its virtual points (members from ``first_virtual[g]`` on). ``lab``, ``js``:
-    work arrays (n, n - 1)."""
+    pass, for group g: ``out`` = the point arrays of its members (``gdata[g]``,
+    in increasing input order), batch after batch (``bounds``), each batch in
+    increasing input order; per batch b ``rscale[b]`` = 1 / its real points
+    (1 if none) and ``nvirt[b]`` its virtual points (members from
+    ``first_virtual[g]`` on). ``lab``, ``js``: work arrays (n, n - 1)."""
     n = label.shape[0]
     nb = bounds.shape[0] - 1
     fill = np.empty(nb, dtype=np.int64)
     # up to four batches of < 2^16 points: their fill counters packed in one integer
     packed = nb <= 4 and n < 65536
-    for g in groups:
-        shuffle_labels_into(keys[g], epoch, label, lab, js)
+    shuffle_labels_into(keys[g], epoch, label, lab, js)
+    for bi in range(nb):
+        nvirt[bi] = 0.0
+    for i in range(first_virtual[g], n):
+        nvirt[lab[i]] += 1.0
+    for bi in range(nb):
+        rscale[bi] = 1.0 / max(bounds[bi + 1] - bounds[bi] - nvirt[bi], 1.0)
+    if packed:
+        cnt = np.int64(0)                        # field b: the next position of batch b
         for bi in range(nb):
-            nvirt[g, bi] = 0.0
-        for i in range(first_virtual[g], n):
-            nvirt[g, lab[i]] += 1.0
-        for bi in range(nb):
-            rscale[g, bi] = 1.0 / max(bounds[bi + 1] - bounds[bi] - nvirt[g, bi], 1.0)
-        if packed:
-            cnt = np.int64(0)                    # field b: the next position of batch b
-            for bi in range(nb):
-                cnt += bounds[bi] << (16 * bi)
-            if gdata.shape[1] == 2:
-                _scatter2(lab, cnt, gdata[g, 0], gdata[g, 1], out[g, 0], out[g, 1])
-            else:
-                _scatter3(lab, cnt, gdata[g, 0], gdata[g, 1], gdata[g, 2], out[g, 0],
-                          out[g, 1], out[g, 2])
+            cnt += bounds[bi] << (16 * bi)
+        if gdata.shape[1] == 2:
+            _scatter2(lab, cnt, gdata[g, 0], gdata[g, 1], out[0], out[1])
         else:
-            fill[:] = bounds[:-1]
-            src, dst = gdata[g], out[g]
-            for i in range(n):
-                d = fill[lab[i]]
-                fill[lab[i]] = d + 1
-                for a in range(src.shape[0]):
-                    dst[a, d] = src[a, i]
+            _scatter3(lab, cnt, gdata[g, 0], gdata[g, 1], gdata[g, 2], out[0], out[1], out[2])
+    else:
+        fill[:] = bounds[:-1]
+        src = gdata[g]
+        for i in range(n):
+            d = fill[lab[i]]
+            fill[lab[i]] = d + 1
+            for a in range(src.shape[0]):
+                out[a, d] = src[a, i]
 
 
 # The counting sort of a group's members into their batches: member i goes to
@@ -85,7 +82,7 @@ def _scatter3(lab, cnt, x0, x1, x2, d0, d1, d2):
 
 
 @njit(cache=True, error_model="numpy")
-def _train_row(P, m, v, ks, rgroup, bdata, bounds, rscale, nvirt, space, loss, c1, c2,
+def _train_row(P, m, v, ks, g, bdata, bounds, rscale, nvirt, space, loss, c1, c2,
                ep_loss, grad, r, work):
     """One epoch of row r: every mini-batch ``bounds`` of its group's batches
     ``bdata[g]`` (``c1``, ``c2``: the Adam coefficients of the epoch's steps);
@@ -93,26 +90,26 @@ def _train_row(P, m, v, ks, rgroup, bdata, bounds, rscale, nvirt, space, loss, c
     K1 = (P.shape[1] - 1) // 2
     nb = bounds.shape[0] - 1
     k = ks[r]
-    g = rgroup[r]
-    p, t, u, X, h, bb, aa, inv, S0, S1, dh, dX, dp = work
+    p, t, u, X, h, bb, aa, inv, S0, S1, dh, dX, dp, ends = work
     bd = bdata[g]
     last = bd.shape[0] - 1
     lsum = 0.0
     for bi in range(nb):
         geometry(P, r, k, K1, space, False, p, t, u, X, h, bb, aa, inv)
         lsum += point_pass(bd[0], bd[1], bd[last], bounds[bi], bounds[bi + 1], rscale[g, bi],
-                           nvirt[g, bi], k, space, loss, X, aa, bb, S0, S1)
+                           nvirt[g, bi], k, space, loss, X, aa, bb, S0, S1, ends)
         backward(k, K1, space, p, t, u, h, bb, inv, S0, S1, dh, dX, dp, grad, r)
         adam_update(P, m, v, grad, r, k, K1, c1[bi], c2[bi])
     ep_loss[r] = lsum / nb
 
 
 @njit(cache=True, error_model="numpy")
-def _rows_serial(live, P, m, v, ks, rgroup, bdata, bounds, rscale, nvirt, space, loss, c1, c2,
+def _rows_serial(live, P, m, v, ks, bdata, bounds, rscale, nvirt, space, loss, c1, c2,
                  ep_loss, grad):
+    """The rows ``live``, all of the group whose batches are ``bdata[0]``."""
     work = scratch((P.shape[1] - 1) // 2)          # every entry is written before read
     for i in range(live.shape[0]):
-        _train_row(P, m, v, ks, rgroup, bdata, bounds, rscale, nvirt, space, loss, c1, c2,
+        _train_row(P, m, v, ks, 0, bdata, bounds, rscale, nvirt, space, loss, c1, c2,
                    ep_loss, grad, live[i], work)
 
 
@@ -120,8 +117,8 @@ def _rows_serial(live, P, m, v, ks, rgroup, bdata, bounds, rscale, nvirt, space,
 def _rows_parallel(live, P, m, v, ks, rgroup, bdata, bounds, rscale, nvirt, space, loss, c1,
                    c2, ep_loss, grad):
     for i in prange(live.shape[0]):
-        _train_row(P, m, v, ks, rgroup, bdata, bounds, rscale, nvirt, space, loss, c1, c2,
-                   ep_loss, grad, live[i], scratch((P.shape[1] - 1) // 2))
+        _train_row(P, m, v, ks, rgroup[live[i]], bdata, bounds, rscale, nvirt, space, loss, c1,
+                   c2, ep_loss, grad, live[i], scratch((P.shape[1] - 1) // 2))
 
 
 @njit(cache=True, error_model="numpy")
@@ -143,9 +140,10 @@ def train(P, ks, rgroup, gdata, first_virtual, keys, label, bounds, space, loss,
     since = np.zeros(M, dtype=np.int64)
     live = np.arange(M)
     n_live = M
-    bdata = np.zeros((G, A, n))
-    rscale = np.ones((G, nb))
-    nvirt = np.zeros((G, nb))
+    slots = G if parallel else 1            # batch buffers: one per group, or one reused
+    bdata = np.zeros((slots, A, n))
+    rscale = np.ones((slots, nb))
+    nvirt = np.zeros((slots, nb))
     ep_loss = np.empty(M)
     c1, c2 = np.empty(nb), np.empty(nb)
     lab = np.empty(n, dtype=label.dtype)
@@ -165,24 +163,24 @@ def train(P, ks, rgroup, gdata, first_virtual, keys, label, bounds, space, loss,
                 if has[g]:
                     groups[n_groups] = g
                     n_groups += 1
-            shuffle_gather(keys, epoch, groups[:n_groups], label, bounds, gdata,
-                           first_virtual, bdata, rscale, nvirt, lab, js)
+            for g in groups[:n_groups]:
+                shuffle_gather(keys, epoch, g, label, bounds, gdata, first_virtual, bdata[g],
+                               rscale[g], nvirt[g], lab, js)
             _rows_parallel(live[:n_live], P, m, v, ks, rgroup, bdata, bounds, rscale, nvirt,
                            space, loss, c1, c2, ep_loss, grad)
         else:
-            # group after group: its batches are still in the cache when its rows
-            # read them (the working rows are in group order)
+            # group after group, its batches in one buffer (slot 0) still in the
+            # cache when its rows read them (the working rows are in group order)
             i = 0
             while i < n_live:
                 g = rgroup[live[i]]
                 j = i
                 while j < n_live and rgroup[live[j]] == g:
                     j += 1
-                groups[0] = g
-                shuffle_gather(keys, epoch, groups[:1], label, bounds, gdata, first_virtual,
-                               bdata, rscale, nvirt, lab, js)
-                _rows_serial(live[i:j], P, m, v, ks, rgroup, bdata, bounds, rscale, nvirt,
-                             space, loss, c1, c2, ep_loss, grad)
+                shuffle_gather(keys, epoch, g, label, bounds, gdata, first_virtual, bdata[0],
+                               rscale[0], nvirt[0], lab, js)
+                _rows_serial(live[i:j], P, m, v, ks, bdata, bounds, rscale, nvirt, space, loss,
+                             c1, c2, ep_loss, grad)
                 i = j
         # early stopping: no decrease below the best for `patience` epochs
         last = epoch + 1 == max_epochs
