@@ -165,11 +165,11 @@ def _mse_logit(x, y, t2, aj, bj):
 # exponent sum and mantissa product of p_y; MSE: the sum). One function per
 # loss and space keeps every loop free of branches.
 @njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
-def _seg_ce_prob(xs, ws, aj, bj, Xj):
+def _seg_ce_prob(xs, ws, c0, c1, aj, bj, Xj):
     s0 = s1 = 0.0
     mant = 1.0
     expo = 0
-    for i in range(xs.shape[0]):
+    for i in range(c0, c1):
         g, q = _ce_prob(xs[i], ws[i], aj, bj)
         s0 += g
         s1 += g * (xs[i] - Xj)
@@ -180,11 +180,11 @@ def _seg_ce_prob(xs, ws, aj, bj, Xj):
 
 
 @njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
-def _seg_ce_logit(xs, ws, aj, bj, Xj):
+def _seg_ce_logit(xs, ws, c0, c1, aj, bj, Xj):
     s0 = s1 = 0.0
     mant = 1.0
     expo = 0
-    for i in range(xs.shape[0]):
+    for i in range(c0, c1):
         g, q = _ce_logit(xs[i], ws[i], aj, bj)
         s0 += g
         s1 += g * (xs[i] - Xj)
@@ -195,9 +195,9 @@ def _seg_ce_logit(xs, ws, aj, bj, Xj):
 
 
 @njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
-def _seg_mse_prob(xs, ys, ts, aj, bj, Xj):
+def _seg_mse_prob(xs, ys, ts, c0, c1, aj, bj, Xj):
     s0 = s1 = tot = 0.0
-    for i in range(xs.shape[0]):
+    for i in range(c0, c1):
         g, lt = _mse_prob(xs[i], ys[i], ts[i], aj, bj)
         s0 += g
         s1 += g * (xs[i] - Xj)
@@ -206,9 +206,9 @@ def _seg_mse_prob(xs, ys, ts, aj, bj, Xj):
 
 
 @njit(cache=True, error_model="numpy", fastmath={"reassoc", "contract"})
-def _seg_mse_logit(xs, ys, ts, aj, bj, Xj):
+def _seg_mse_logit(xs, ys, ts, c0, c1, aj, bj, Xj):
     s0 = s1 = tot = 0.0
-    for i in range(xs.shape[0]):
+    for i in range(c0, c1):
         g, lt = _mse_logit(xs[i], ys[i], ts[i], aj, bj)
         s0 += g
         s1 += g * (xs[i] - Xj)
@@ -244,9 +244,8 @@ def point_pass(xs, ws, ts, start, stop, rs, nvirt, k, space, loss, X, a, b, S0, 
     points besides, each with p_y = 1/2 under CE).
 
     Segment j of the sorted batch ends where the knot X_{j+1} is (a binary
-    search; ``ends``: work array). The loops read views from index 0: indices
-    the compiler knows to be non-negative need no negative-index wraparound,
-    so they vectorise.
+    search; ``ends``: work array). Array views cost reference counting, so
+    the loops take the whole arrays and a range of unsigned indices.
     """
     segment_ends(xs, start, stop, X, k, ends)
     i0 = start
@@ -261,12 +260,13 @@ def point_pass(xs, ws, ts, start, stop, rs, nvirt, k, space, loss, X, a, b, S0, 
         c0 = i0
         while c0 < i1:
             c1 = min(c0 + CHUNK, i1)
-            xv, wv = xs[c0:c1], ws[c0:c1]
+            # unsigned indices: no negative-index wraparound, so the loops vectorise
+            u0, u1 = np.uint64(c0), np.uint64(c1)
             if loss == CE:
                 if space == PROB:
-                    p0, p1, m, e = _seg_ce_prob(xv, wv, aj, bj, Xj)
+                    p0, p1, m, e = _seg_ce_prob(xs, ws, u0, u1, aj, bj, Xj)
                 else:
-                    p0, p1, m, e = _seg_ce_logit(xv, wv, aj, bj, Xj)
+                    p0, p1, m, e = _seg_ce_logit(xs, ws, u0, u1, aj, bj, Xj)
                 # m < 2^CHUNK: renormalise the running product (exact)
                 e2, m2 = mantissa_split(mant * m)
                 mant = m2
@@ -274,9 +274,9 @@ def point_pass(xs, ws, ts, start, stop, rs, nvirt, k, space, loss, X, a, b, S0, 
                 count += c1 - c0
             else:
                 if space == PROB:
-                    p0, p1, lt = _seg_mse_prob(xv, wv, ts[c0:c1], aj, bj, Xj)
+                    p0, p1, lt = _seg_mse_prob(xs, ws, ts, u0, u1, aj, bj, Xj)
                 else:
-                    p0, p1, lt = _seg_mse_logit(xv, wv, ts[c0:c1], aj, bj, Xj)
+                    p0, p1, lt = _seg_mse_logit(xs, ws, ts, u0, u1, aj, bj, Xj)
                 total += lt
             s0 += p0
             s1 += p1

@@ -91,13 +91,12 @@ def _train_row(P, m, v, ks, g, bdata, bounds, rscale, nvirt, space, loss, c1, c2
     nb = bounds.shape[0] - 1
     k = ks[r]
     p, t, u, X, h, bb, aa, inv, S0, S1, dh, dX, dp, ends = work
-    bd = bdata[g]
-    last = bd.shape[0] - 1
+    xs, ws, ts = bdata[g, 0], bdata[g, 1], bdata[g, bdata.shape[1] - 1]
     lsum = 0.0
     for bi in range(nb):
         geometry(P, r, k, K1, space, False, p, t, u, X, h, bb, aa, inv)
-        lsum += point_pass(bd[0], bd[1], bd[last], bounds[bi], bounds[bi + 1], rscale[g, bi],
-                           nvirt[g, bi], k, space, loss, X, aa, bb, S0, S1, ends)
+        lsum += point_pass(xs, ws, ts, bounds[bi], bounds[bi + 1], rscale[g, bi], nvirt[g, bi],
+                           k, space, loss, X, aa, bb, S0, S1, ends)
         backward(k, K1, space, p, t, u, h, bb, inv, S0, S1, dh, dX, dp, grad, r)
         adam_update(P, m, v, grad, r, k, K1, c1[bi], c2[bi])
     ep_loss[r] = lsum / nb
