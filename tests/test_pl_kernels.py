@@ -71,12 +71,10 @@ def test_ce_loss_of_a_long_batch_matches_the_sum_of_logs(space):
     alg.geometry(P, 0, k, K1, space, False, p, t, u, X, h, bb, aa, inv)
     loss = nk.point_pass(arrays[0], arrays[1], arrays[1], 0, B, 1.0 / B, 0.0, k, space, alg.CE,
                          X, aa, bb, S0, S1, ends)
-    f = np.interp(x, X[:k + 2], h[:k + 2]) if space == alg.PROB else None
+    f = np.interp(x, X[:k + 2], h[:k + 2])
     if space == alg.PROB:
-        py = np.clip(np.where(y == 1, f, 1 - f), alg.CLIP, 1 - alg.CLIP)
-        per = -np.log(py)
+        per = -np.log(np.clip(np.where(y == 1, f, 1 - f), alg.CLIP, 1 - alg.CLIP))
     else:
-        f = np.interp(x, X[:k + 2], h[:k + 2])
         per = np.minimum(np.logaddexp(0.0, -(2 * y - 1) * f), alg.LOSS_CAP)
     assert per.max() == pytest.approx(alg.LOSS_CAP)      # the clip is reached
     assert loss == pytest.approx(math.fsum(per) / B, rel=1e-12)

@@ -6,8 +6,9 @@ identity initialisation, the definition of the losses (the per-point arrays
 they read), the mini-batch rule and its shuffling streams, the chain rule
 from the per-segment sums to the parameters, the Adam step and the early
 stopping rule. The backends (:mod:`.numba_kernels`, :mod:`.torch_kernels`)
-implement only the pass over a batch's points (and, for numba, the fused
-epoch that calls the functions below).
+implement only the pass over a batch's points (and, for numba,
+:mod:`.numba_train`, the compiled training loop that calls the functions
+below and applies the early stopping rule of :class:`TrainingRows`).
 
 Parameters of a model with k interior knots, one row of ``P`` padded to the
 largest k (``kmax``; ``K1 = kmax + 1``):
@@ -401,7 +402,8 @@ class TrainingRows:
     its best for ``patience`` epochs stops, keeping its current parameters.
     A stopped row is stored and removed from the working arrays (masking
     realised as compaction): it neither updates nor costs anything, and no
-    other row is affected.
+    other row is affected. (The torch path uses this class; the numba loop,
+    :func:`.numba_train.train`, applies the same rule to its working list.)
     """
 
     def __init__(self, P, ks, group, patience: int, max_epochs: int, trace: bool = False):

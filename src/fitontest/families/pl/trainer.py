@@ -8,8 +8,9 @@ initialisation), runs the epochs (the mini-batch rule and early stopping of
 :mod:`.algorithm`, the passes of a backend) and returns the fitted maps.
 
 Backends (``BatchedTrainer(backend=...)``) run the same algorithm and agree
-to rounding (tested): ``numba`` (:mod:`.numba_kernels`, the CPU default: one
-compiled call per epoch) and ``torch`` (:mod:`.torch_kernels`, CPU or CUDA).
+to rounding (tested): ``numba`` (:mod:`.numba_train` and
+:mod:`.numba_kernels`, the CPU default: one compiled call per fit) and
+``torch`` (:mod:`.torch_kernels`, CPU or CUDA).
 """
 from __future__ import annotations
 
