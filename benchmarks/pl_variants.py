@@ -12,6 +12,14 @@ fitting sample, the estimate being mean |c_hat(p) - p|).
 
     nice -n 10 python benchmarks/pl_variants.py                  # 5 shapes x CE {0, .05, .1} x n {1000, 3000, 10000}
     nice -n 10 python benchmarks/pl_variants.py --sizes 1000 --families pl3_ce
+
+Parity of two versions of the default (Adam) fit on the same slice: record
+the fits of one version (chosen pieces, CMEE, test predictions, every
+model's epochs), then refit with another and compare (same pieces, CMEE
+difference, prediction difference, models that stopped at the same epoch):
+
+    PYTHONPATH=/path/to/old/src python benchmarks/pl_variants.py --record old.npz
+    python benchmarks/pl_variants.py --compare old.npz
 """
 from __future__ import annotations
 
@@ -35,7 +43,12 @@ def main() -> None:
     ap.add_argument("--levels", nargs="+", type=float, default=[0.0, 0.05, 0.1])
     ap.add_argument("--seeds", nargs="+", type=int, default=[0])
     ap.add_argument("--n-test", type=int, default=200_000)
+    ap.add_argument("--record", metavar="NPZ", help="save the default fits here (parity)")
+    ap.add_argument("--compare", metavar="NPZ", help="refit and compare with a --record file")
     args = ap.parse_args()
+    if args.record or args.compare:
+        parity(args)
+        return
     print(f"slice: shapes {list(SHAPES)}, CE {args.levels}, seeds {args.seeds}, "
           f"n_test {args.n_test}; CMEE and CE error x1000 (paper = Adam minus ours = L-BFGS in 'diff')")
     print(f"{'family':7s} {'n':>6s} {'fits':>4s} {'CMEE ours':>9s} {'paper':>7s} {'diff':>7s} "
@@ -70,6 +83,47 @@ def main() -> None:
                   f"{same:6.0%} {1000 * np.mean(cee['ours']):10.3f} "
                   f"{1000 * np.mean(cee['paper']):6.3f} {dl:+15.2e} {cpu['ours']:8.1f} "
                   f"{cpu['paper']:7.1f}", flush=True)
+
+
+def _default_fits(args):
+    """{key: arrays} of the default fit of every family, size, shape, CE, seed."""
+    out, cpu = {}, {}
+    tests = {(sh, ce): synthetic.test_sample(sh, ce, args.n_test, seed=0)
+             for sh in SHAPES for ce in args.levels}
+    for fam in args.families:
+        for n in args.sizes:
+            for (sh, ce), (pt, ct) in tests.items():
+                for seed in args.seeds:
+                    p, y, _ = synthetic.sample(sh, ce, n, seed)
+                    t0 = time.process_time()
+                    f = families.get(fam).fit(p, y)
+                    cpu[fam, n] = cpu.get((fam, n), 0.0) + time.process_time() - t0
+                    pred = f.predict(pt)
+                    key = f"{fam}|{n}|{sh}|{ce}|{seed}"
+                    out.update({key + "|k": f.n_pieces_, key + "|cmee": cmee(pred, ct),
+                                key + "|pred": pred[:5000], key + "|epochs": f.n_epochs_})
+            print(f"{fam:7s} n={n:6d}: CPU {cpu[fam, n]:6.1f} s for "
+                  f"{len(tests) * len(args.seeds)} fits", flush=True)
+    return out
+
+
+def parity(args) -> None:
+    new = _default_fits(args)
+    if args.record:
+        np.savez(args.record, **new)
+        return
+    old = np.load(args.compare)
+    print(f"{'family':7s} {'n':>6s} {'fits':>4s} {'same k':>6s} {'max|dCMEE|':>10s} "
+          f"{'max|dpred|':>10s} {'models, same epochs':>19s}")
+    for fam in args.families:
+        for n in args.sizes:
+            keys = [k[:-2] for k in new if k.startswith(f"{fam}|{n}|") and k.endswith("|k")]
+            same = sum(int(old[k + "|k"]) == int(new[k + "|k"]) for k in keys)
+            dc = max(abs(float(old[k + "|cmee"]) - float(new[k + "|cmee"])) for k in keys)
+            dp = max(np.abs(old[k + "|pred"] - new[k + "|pred"]).max() for k in keys)
+            ep = np.concatenate([(old[k + "|epochs"] == new[k + "|epochs"]).ravel() for k in keys])
+            print(f"{fam:7s} {n:6d} {len(keys):4d} {same:3d}/{len(keys):<2d} {dc:10.1e} {dp:10.1e} "
+                  f"{ep.sum():9d}/{ep.size:<9d}")
 
 
 if __name__ == "__main__":

@@ -144,10 +144,10 @@ def _numba_loss_and_grad():
         B = bdata.shape[2]
         for r in range(P.shape[0]):
             k = ks[r]
-            p, t, u, X, h, bb, aa, inv, S0, S1, dh, dX, dp, gb, lb = nk.scratch(K1, B)
+            p, t, u, X, h, bb, aa, inv, S0, S1, dh, dX, dp, ends = nk.scratch(K1)
             alg.geometry(P, r, k, K1, space, False, p, t, u, X, h, bb, aa, inv)
             lossb[r] = nk.point_pass(bdata[r, 0], bdata[r, 1], bdata[r, -1], 0, B, 1.0 / B, 0.0,
-                                     k, space, loss, X, aa, bb, S0, S1, gb, lb)
+                                     k, space, loss, X, aa, bb, S0, S1, ends)
             alg.backward(k, K1, space, p, t, u, h, bb, inv, S0, S1, dh, dX, dp, grad, r)
 
     return loss_and_grad

@@ -8,7 +8,8 @@
 - :mod:`.trainer`: the batched trainer (every fold x k model at once) that
   runs the algorithm on a backend;
 - :mod:`.numba_kernels`, :mod:`.torch_kernels`: the two backends' passes over
-  the points (fused numba epochs on the CPU; torch on CPU or CUDA).
+  the points (vectorised numba loops on the CPU; torch on CPU or CUDA);
+  :mod:`.numba_train`: the numba backend's whole fit in one compiled call.
 
 Importing this package imports neither numba nor torch; a fit does.
 """

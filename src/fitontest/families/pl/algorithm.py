@@ -6,8 +6,9 @@ identity initialisation, the definition of the losses (the per-point arrays
 they read), the mini-batch rule and its shuffling streams, the chain rule
 from the per-segment sums to the parameters, the Adam step and the early
 stopping rule. The backends (:mod:`.numba_kernels`, :mod:`.torch_kernels`)
-implement only the pass over a batch's points (and, for numba, the fused
-epoch that calls the functions below).
+implement only the pass over a batch's points (and, for numba,
+:mod:`.numba_train`, the compiled training loop that calls the functions
+below and applies the early stopping rule of :class:`TrainingRows`).
 
 Parameters of a model with k interior knots, one row of ``P`` padded to the
 largest k (``kmax``; ``K1 = kmax + 1``):
@@ -60,7 +61,7 @@ BETA1, BETA2, EPS = 0.9, 0.999, 1e-8   # Adam: torch.optim.Adam's defaults
 
 
 # ----------------------------------------------------------------- geometry
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def geometry(P, r, k, K1, space, exact, p, t, u, X, h, b, a, inv):
     """Knots X, heights h, slopes b, intercepts a (and 1 / segment widths
     ``inv``) of row r with k interior knots; p, t, u: softmax of beta, knots
@@ -94,7 +95,7 @@ def geometry(P, r, k, K1, space, exact, p, t, u, X, h, b, a, inv):
         if exact:
             u[0] = 1.0
         for j in range(k + 2):
-            X[j] = math.log(max(t[j], CLIP)) - math.log(max(u[j], CLIP))
+            X[j] = math.log(max(t[j], CLIP) / max(u[j], CLIP))
             h[j] = P[r, K1 + j]
     for j in range(k + 1):
         d = X[j + 1] - X[j]
@@ -182,7 +183,7 @@ def point_arrays(space: int, loss: int, xs, ys, real):
 
 
 # ----------------------------------------------------------------- backward
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def backward(k, K1, space, p, t, u, h, b, inv, S0, S1, dh, dX, dp, grad, r):
     """Chain rule from the segment sums to (beta, eta): fills grad[r].
 
@@ -233,12 +234,24 @@ def _adam(P, m, v, grad, r, j, c1, c2):
 
 
 @njit(cache=True, error_model="numpy")
+def adam_coefficients(step, lr):
+    """The bias corrections of Adam step number ``step``: (lr / (1 - beta1^step),
+    1 / sqrt(1 - beta2^step)), the same for every row."""
+    return lr / (1.0 - BETA1 ** step), 1.0 / math.sqrt(1.0 - BETA2 ** step)
+
+
+@njit(cache=True, error_model="numpy")
 def adam_step(P, m, v, grad, r, k, K1, step, lr):
     """Adam step number ``step`` of row r (the torch.optim.Adam formula, no
     weight decay) on its used entries. One step count serves all rows: they
     start together and a row steps only while it trains."""
-    c1 = lr / (1.0 - BETA1 ** step)
-    c2 = 1.0 / math.sqrt(1.0 - BETA2 ** step)
+    c1, c2 = adam_coefficients(step, lr)
+    adam_update(P, m, v, grad, r, k, K1, c1, c2)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def adam_update(P, m, v, grad, r, k, K1, c1, c2):
+    """:func:`adam_step` with its coefficients (:func:`adam_coefficients`) given."""
     for j in range(k + 1):
         _adam(P, m, v, grad, r, j, c1, c2)
     for j in range(K1, K1 + k + 2):
@@ -327,12 +340,18 @@ def shuffle_labels(key, epoch, label, out):
     where ``low < bound`` (chance about n^2 / 2^33 per shuffle: ~1 % at
     n = 9000), and then the whole shuffle is redone sequentially. Both paths
     give the same permutation."""
+    shuffle_labels_into(key, epoch, label, out, np.empty(max(label.shape[0] - 1, 0),
+                                                         dtype=np.int64))
+
+
+@njit(cache=True, error_model="numpy")
+def shuffle_labels_into(key, epoch, label, out, js):
+    """:func:`shuffle_labels` with the work array ``js`` (>= n - 1 int64) given."""
     state = key ^ (np.uint64(epoch + 1) * _MIX2)
     n = label.shape[0]
     out[:] = label
     if n < 2:
         return
-    js = np.empty(n - 1, dtype=np.int64)
     maybe = 0
     for t in range(n - 1):
         bound = np.uint64(n - t)
@@ -383,7 +402,8 @@ class TrainingRows:
     its best for ``patience`` epochs stops, keeping its current parameters.
     A stopped row is stored and removed from the working arrays (masking
     realised as compaction): it neither updates nor costs anything, and no
-    other row is affected.
+    other row is affected. (The torch path uses this class; the numba loop,
+    :func:`.numba_train.train`, applies the same rule to its working list.)
     """
 
     def __init__(self, P, ks, group, patience: int, max_epochs: int, trace: bool = False):

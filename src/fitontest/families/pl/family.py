@@ -62,7 +62,7 @@ class PiecewiseLinearFamily(CalibrationFamily):
     optimizer : "adam" (default): the paper's mini-batch Adam with early
         stopping (docs/methods.md §4.4; numba on the CPU, torch on CPU or
         CUDA); "lbfgs": every model minimised to convergence by full-batch
-        L-BFGS (§4.8; CPU only), 2-4x faster, less shrinkage towards the
+        L-BFGS (§4.8; CPU only), 3-5x faster, less shrinkage towards the
         identity (PL3: better CMEE from n = 3000, much worse at n = 1000;
         measured in docs/methods.md §4.8). Model, initialisation, loss, CV
         and fold averaging are the same.

@@ -35,9 +35,9 @@ MAX_MOVE = 0.5       # no parameter moves more than this in one iteration
 @njit(cache=True, error_model="numpy")
 def _loss_grad(Q, k, K1, space, loss, xs, ws, ts, n, rs, nvirt, work, grad):
     """Mean training loss of the parameter row Q[0] and its gradient in grad[0]."""
-    p, t, u, X, h, bb, aa, inv, S0, S1, dh, dX, dp, gb, lb = work
+    p, t, u, X, h, bb, aa, inv, S0, S1, dh, dX, dp, ends = work
     geometry(Q, 0, k, K1, space, False, p, t, u, X, h, bb, aa, inv)
-    f = point_pass(xs, ws, ts, 0, n, rs, nvirt, k, space, loss, X, aa, bb, S0, S1, gb, lb)
+    f = point_pass(xs, ws, ts, 0, n, rs, nvirt, k, space, loss, X, aa, bb, S0, S1, ends)
     backward(k, K1, space, p, t, u, h, bb, inv, S0, S1, dh, dX, dp, grad, 0)
     return f
 
@@ -57,7 +57,7 @@ def lbfgs_row(P, r, k, gdata, rs, nvirt, space, loss, max_evals):
     K1 = (L - 1) // 2
     n = gdata.shape[1]
     xs, ws, ts = gdata[0], gdata[1], gdata[gdata.shape[0] - 1]
-    work = scratch(K1, n)
+    work = scratch(K1)
     x = np.zeros((1, L))
     xt = np.zeros((1, L))
     g = np.zeros((1, L))

@@ -8,8 +8,9 @@ initialisation), runs the epochs (the mini-batch rule and early stopping of
 :mod:`.algorithm`, the passes of a backend) and returns the fitted maps.
 
 Backends (``BatchedTrainer(backend=...)``) run the same algorithm and agree
-to rounding (tested): ``numba`` (:mod:`.numba_kernels`, the CPU default: one
-compiled call per epoch) and ``torch`` (:mod:`.torch_kernels`, CPU or CUDA).
+to rounding (tested): ``numba`` (:mod:`.numba_train` and
+:mod:`.numba_kernels`, the CPU default: one compiled call per fit) and
+``torch`` (:mod:`.torch_kernels`, CPU or CUDA).
 """
 from __future__ import annotations
 
@@ -183,19 +184,33 @@ class BatchedTrainer:
         _, bounds, label = alg.batch_layout(data.nmax, n_batches)
         keys = alg.shuffle_keys(self.seed, gids)
         if backend == "numba":
-            from .numba_kernels import NumbaEpochs
+            from .numba_train import run
 
             threads = self.n_threads
             if threads is None:
                 import torch
 
                 threads = torch.get_num_threads()
-            epochs = NumbaEpochs(data, bounds, space, loss, float(self.lr), threads)
+            out_P, out_loss, out_epochs, self.history_ = run(
+                data, P, k_of, group_of, keys, label, bounds, space, loss, self.lr,
+                self.max_epochs, self.patience, threads, trace)
         else:
-            from .torch_kernels import TorchEpochs
+            out_P, out_loss, out_epochs = self._fit_torch(data, P, k_of, group_of, keys, label,
+                                                          bounds, space, loss, dev, n_batches,
+                                                          trace)
+        knots, heights = alg.maps(out_P, k_of, space)
+        K2 = kmax + 2
+        return BatchedResult(space=self.space, ks=ks,
+                             knots=knots.reshape(G, C, K2), heights=heights.reshape(G, C, K2),
+                             n_epochs=out_epochs.reshape(G, C), final_loss=out_loss.reshape(G, C))
 
-            epochs = TorchEpochs(data, bounds, space, loss, float(self.lr), dev, self.n_threads)
+    def _fit_torch(self, data, P, k_of, group_of, keys, label, bounds, space, loss, dev,
+                   n_batches, trace):
+        """The epochs on the torch kernels (CPU or CUDA), early stopping by
+        :class:`.algorithm.TrainingRows`."""
+        from .torch_kernels import TorchEpochs
 
+        epochs = TorchEpochs(data, bounds, space, loss, float(self.lr), dev, self.n_threads)
         rows = alg.TrainingRows(P, k_of, group_of, self.patience, self.max_epochs, trace)
         with epochs.threads(), np.errstate(divide="ignore", over="ignore"):
             n_rows = -1
@@ -206,13 +221,7 @@ class BatchedTrainer:
                 if rows.end_epoch(epoch, ep_loss):
                     break
         self.history_ = rows.history
-
-        knots, heights = alg.maps(rows.out_P, k_of, space)
-        K2 = kmax + 2
-        return BatchedResult(space=self.space, ks=ks,
-                             knots=knots.reshape(G, C, K2), heights=heights.reshape(G, C, K2),
-                             n_epochs=rows.out_epochs.reshape(G, C),
-                             final_loss=rows.out_loss.reshape(G, C))
+        return rows.out_P, rows.out_loss, rows.out_epochs
 
     def _fit_lbfgs(self, data, P, group_of, k_of, ks, kmax, space, loss) -> BatchedResult:
         """Every row by full-batch L-BFGS (:mod:`.lbfgs`); ``max_epochs`` caps
