@@ -15,6 +15,11 @@ it warns only where a cell is significantly short, by 2 SEs.) Candidates: ``inve
 valid at CE = 0).
 
     python benchmarks/interval_auto.py benchmarks/measured/interval_coverage.md
+        [--as-inverted "inverted k=0.7"]
+
+``--as-inverted LABEL``: outputs run before the default alpha scale changed
+score the new default under ``LABEL``; it is read as "inverted" and the old
+"inverted" rows as "inverted k=1".
 """
 from __future__ import annotations
 
@@ -29,7 +34,7 @@ _SECTION = re.compile(r"^### (\S+), p = (\d)")
 _CELL = re.compile(r"([\d.]+) \(([\d.]+)\) / ([\d.]+)")
 
 
-def parse(paths) -> dict:
+def parse(paths, as_inverted: str | None = None) -> dict:
     """{(family, p, method): {n: [(cov, se, width), ...]}} of every table row."""
     rows: dict = {}
     for path in paths:
@@ -44,7 +49,10 @@ def parse(paths) -> dict:
                 continue
             cells = [tuple(float(v) / (100.0 if i < 2 else 1.0) for i, v in enumerate(c.groups()))
                      for c in map(_CELL.match, parts[2:-2]) if c]
-            rows.setdefault((*key, parts[0]), {})[int(parts[1])] = cells
+            label = parts[0]
+            if as_inverted:
+                label = {"inverted": "inverted k=1", as_inverted: "inverted"}.get(label, label)
+            rows.setdefault((*key, label), {})[int(parts[1])] = cells
     return rows
 
 
@@ -62,8 +70,9 @@ def summary(cells_by_n: dict) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("paths", nargs="+")
+    ap.add_argument("--as-inverted", default=None)
     args = ap.parse_args()
-    rows = parse(args.paths)
+    rows = parse(args.paths, args.as_inverted)
     auto, measured = {}, {}
     for fam, p in sorted({(f, q) for f, q, _ in rows}):
         print(f"\n{fam}, p = {p}")

@@ -310,6 +310,27 @@ def test_invert_reads_a_known_belt():
     assert lo == 0.0 and hi == pytest.approx(0.005 + z, abs=1e-3)
 
 
+def test_inverted_reads_the_worlds_at_the_calibrated_level():
+    """"inverted" at nominal 0.9 is the worlds inverted at 1 - k 0.1 with k the
+    module's alpha scale (chosen on the coverage benchmark): recomputed here
+    from the public world_replicates/invert, and wider than reading them at 0.9
+    whenever k < 1."""
+    from fitontest.intervals import (INVERTED_ALPHA_SCALE, invert, inverted_level,
+                                     world_replicates)
+
+    assert inverted_level(0.9, 1.0) == pytest.approx(0.9)
+    assert inverted_level(0.9, 0.5) == pytest.approx(0.95)
+    s, y, _ = synthetic.sample("beta1", 0.05, 1500, 3)
+    fam = families.get("ece_es15").fit(s, y)
+    ci = metrics.ce_interval("ece_es15", s, y, method="inverted", n_boot=80, seed=5)
+    theta, reps = world_replicates(fam, s, y, 40, 5, 1)
+    want = invert(ci.estimate, theta, reps, 1.0 - INVERTED_ALPHA_SCALE * 0.1)
+    assert (ci.lo, ci.hi) == pytest.approx(want, abs=1e-15)
+    plain = invert(ci.estimate, theta, reps, 0.9)
+    if INVERTED_ALPHA_SCALE < 1:
+        assert ci.lo <= plain[0] and ci.hi >= plain[1] and ci.hi - ci.lo > plain[1] - plain[0]
+
+
 def test_world_zero_is_consistency_resampling():
     """World t = 0 redraws labels as Bernoulli(s): the debiased squared ES-15
     estimate is unbiased there (mean ~ 0, while the data's own map is far

@@ -101,7 +101,7 @@ AUTO_DEFAULT = "inverted"
 # gap shape is the data's noisy reference rather than the truth's, make the
 # plain (k = 1) interval cover a few points less than nominal; k was chosen on
 # the coverage benchmark (docs/methods.md §11.3).
-INVERTED_ALPHA_SCALE = 1.0
+INVERTED_ALPHA_SCALE = 0.7
 
 # (smallest coverage at level 0.9 over the benchmark"s (CE, n) cells, samples per
 # cell) per (family, method, p), from benchmarks/measured/interval_coverage.md.
