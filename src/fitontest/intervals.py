@@ -19,7 +19,8 @@ Methods (``method=``; alpha = 1 - level, theta_hat the used estimate):
   Bernoulli(s)), the family is refitted (batched for binning families) and
   its used estimate recorded, with common random numbers across worlds. The
   interval holds every theta(t) whose world puts theta_hat inside its central
-  1 - alpha range: lo = 0 exactly when world 0 does not reject calibration.
+  1 - k alpha range (k = :data:`INVERTED_ALPHA_SCALE`, calibrated on the
+  coverage benchmark): lo = 0 exactly when world 0 does not reject calibration.
   Any bias of the estimator -- upward near 0, downward for coarse or
   cross-validated bins on curved maps -- is in the worlds, so it is undone.
   Cost: ``len(WORLD_T)`` worlds of ``n_boot // 2`` replicates each.
