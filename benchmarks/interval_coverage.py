@@ -198,7 +198,8 @@ def main() -> None:
     scales = [None] + [float(k) for k in args.alpha_scales.split(",") if k]
     tasks = [(fams, methods, ce, n, range(i, min(i + args.chunk, args.samples)), args.n_boot,
               args.level, scales)
-             for n in sizes for ce in ces for i in range(0, args.samples, args.chunk)]
+             # chunks outermost within n: a run stopped early has every cell, with fewer samples
+             for n in sizes for i in range(0, args.samples, args.chunk) for ce in ces]
     t0 = time.time()
     rows = []
 
