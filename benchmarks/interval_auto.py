@@ -17,9 +17,9 @@ valid at CE = 0).
     python benchmarks/interval_auto.py benchmarks/measured/interval_coverage.md
         [--as-inverted "inverted k=0.7"]
 
-``--as-inverted LABEL``: outputs run before the default alpha scale changed
-score the new default under ``LABEL``; it is read as "inverted" and the old
-"inverted" rows as "inverted k=1".
+``--as-inverted LABEL``: in an output run before the default alpha scale
+changed (one that has rows ``LABEL``), ``LABEL`` is read as "inverted" and
+its "inverted" rows as "inverted k=1".
 """
 from __future__ import annotations
 
@@ -39,7 +39,9 @@ def parse(paths, as_inverted: str | None = None) -> dict:
     rows: dict = {}
     for path in paths:
         key = None
-        for line in open(path, encoding="utf-8"):
+        text = open(path, encoding="utf-8").read()
+        rename = as_inverted if as_inverted and f"| {as_inverted} |" in text else None
+        for line in text.splitlines():
             m = _SECTION.match(line)
             if m:
                 key = (m.group(1), int(m.group(2)))
@@ -50,8 +52,8 @@ def parse(paths, as_inverted: str | None = None) -> dict:
             cells = [tuple(float(v) / (100.0 if i < 2 else 1.0) for i, v in enumerate(c.groups()))
                      for c in map(_CELL.match, parts[2:-2]) if c]
             label = parts[0]
-            if as_inverted:
-                label = {"inverted": "inverted k=1", as_inverted: "inverted"}.get(label, label)
+            if rename:
+                label = {"inverted": "inverted k=1", rename: "inverted"}.get(label, label)
             rows.setdefault((*key, label), {})[int(parts[1])] = cells
     return rows
 
