@@ -366,3 +366,18 @@ def test_auto_and_validity_flags():
         assert bad.valid is False
     with pytest.raises(ValueError, match="binning family"):
         ce_interval("isotonic", s, y, method="sun")
+
+
+def test_no_interval_end_exceeds_the_largest_possible_ce():
+    """Calibrated data, a CV family (its estimate barely moves across the
+    worlds, so the belt is extrapolated in many samples): every end stays
+    within mean max(s, 1 - s)^p, the CE of the farthest possible map."""
+    rng = np.random.default_rng(11)
+    for seed in range(6):
+        s = rng.random(600)
+        y = (rng.random(600) < s).astype(int)
+        for p in (1, 2):
+            ci = metrics.ce_interval("ece_es_cv", s, y, p=p, method="inverted", n_boot=40,
+                                     seed=seed)
+            bound = np.mean(np.maximum(s, 1 - s) ** p)
+            assert 0.0 <= ci.lo <= ci.hi <= bound + 1e-15

@@ -44,7 +44,8 @@ Methods (``method=``; alpha = 1 - level, theta_hat the used estimate):
 method, p) significantly (2 Monte Carlo SEs) below 0.87 coverage in some cell
 at level 0.9 (an :class:`IntervalCoverageWarning` is issued), True where it
 measured no such cell, None where not measured. Both ends are clipped to
->= 0; the estimate itself is not.
+[0, mean max(s, 1 - s)^p] (no calibration map is further from the scores);
+the estimate itself is not.
 
 Cost: binning families (``BinningFamily``) compute all replicates at once
 (:mod:`fitontest.families.bincounts`, no refit); isotonic pools each
@@ -439,6 +440,11 @@ def bootstrap_interval(fitted, scores, labels, est: Mapping[str, float] | None =
         reps = replicate_estimates(fitted, s, y, resample_chunks(s.size, int(n_boot), seed),
                                    p=p)
         lo, hi = interval_from(reps, estimate, target, level, method)
+    # no map can be further from s than 0 or 1 are: an upper end extrapolated
+    # past the last world (a CV family whose estimate barely moves with the
+    # worlds' CE) is capped there rather than reported above any possible CE
+    bound = float(np.mean(np.maximum(s, 1.0 - s) ** p))
+    lo, hi = min(lo, bound), min(hi, bound)
     return CEInterval(estimate=estimate, lo=lo, hi=hi, level=float(level), n_boot=int(n_boot),
                       method=method, p=p, target=target, estimand=_estimand(fitted, method),
                       valid=_validity(name, method, p))
