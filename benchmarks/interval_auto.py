@@ -10,7 +10,9 @@ cell, the cells within 90 +- 3 % and the mean width, then the entries of
 Rule (the issue's target: >= 87 % in every cell at level 0.9): a cell is
 *short* when its coverage is more than one Monte Carlo SE below 87 %;
 ``auto`` is the narrowest candidate with no short cell, else the candidate
-with the largest smallest coverage. (The library's ``valid`` flag is looser:
+with the largest smallest coverage; ``sun`` at p = 1 only where its p = 2
+interval (from which the p = 1 route is derived) has no short cell. (The
+library's ``valid`` flag is looser:
 it warns only where a cell is significantly short, by 2 SEs.) Candidates: ``inverted`` and ``sun`` (the two built to be
 valid at CE = 0).
 
@@ -73,6 +75,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("paths", nargs="+")
     ap.add_argument("--as-inverted", default=None)
+    ap.add_argument("--markdown", action="store_true", help="also a summary table (docs)")
     args = ap.parse_args()
     rows = parse(args.paths, args.as_inverted)
     auto, measured = {}, {}
@@ -87,13 +90,33 @@ def main() -> None:
             print(f"  {m:16s} min {100 * s['min']:5.1f}  short {s['short']}/{s['cells']}  "
                   f"in 87-93 {s['near']}/{s['cells']}  width {s['width']:.4f}  "
                   f"k {s['k']}  n {s['n']}")
-            if m in CANDIDATES:
+            # sun's p = 1 route is derived from its p = 2 interval: valid only where that is
+            sun_p2_short = ("sun" == m and p == 1 and (fam, 2, "sun") in rows
+                            and summary(rows[(fam, 2, "sun")])["short"] > 0)
+            if m in CANDIDATES and not sun_p2_short:
                 rank = (s["short"] == 0, -s["width"] if s["short"] == 0 else s["min"])
                 if best is None or rank > best[0]:
                     best = (rank, m)
         if best:
             auto[(fam, p)] = best[1]
             print(f"  -> auto: {best[1]}")
+    if args.markdown:
+        methods = ["inverted", "inverted k=1", "sun"]
+        print("\n| family | p | `auto` | " + " | ".join(f"{m}: min % / width" for m in methods)
+              + " | `auto`: cells in 87–93 % | samples per cell (n) |")
+        print("|---" * (len(methods) + 5) + "|")
+        for (fam, p), m_auto in sorted(auto.items()):
+            cells = []
+            for m in methods:
+                by_n = rows.get((fam, p, m))
+                cells.append("–" if by_n is None else
+                             "{:.1f} / {:.4f}".format(100 * summary(by_n)["min"],
+                                                      summary(by_n)["width"]))
+            s = summary(rows[(fam, p, m_auto)])
+            ks = ", ".join(f"{int(round(np.median([c[0] * (1 - c[0]) / c[1] ** 2 for c in cs if c[1] > 0])))}"
+                           f" ({n})" for n, cs in sorted(rows[(fam, p, m_auto)].items()))
+            print(f"| {fam} | {p} | {m_auto} | " + " | ".join(cells)
+                  + f" | {s['near']} of {s['cells']} | {ks} |")
     print("\nAUTO = {")
     for (f, p), m in sorted(auto.items()):
         print(f"    ({f!r}, {p}): {m!r},")
