@@ -81,20 +81,10 @@ WORLD_T = np.array([0.0, 0.15, 0.3, 0.45, 0.6, 0.8, 1.0, 1.4, 2.0])
 # level 0.9 (sun at p = 1 only where its p = 2 interval qualifies; none does);
 # docs/methods.md §11.3.
 AUTO: dict[tuple[str, int], str] = {
-    ("ece_es15", 1): "inverted",
-    ("ece_es15", 2): "inverted",
-    ("ece_es_cv", 1): "inverted",
-    ("ece_es_cv", 2): "inverted",
-    ("ece_es_sweep", 1): "inverted",
-    ("ece_es_sweep", 2): "inverted",
-    ("ece_ew15", 1): "inverted",
-    ("ece_ew15", 2): "inverted",
-    ("ece_ew_cv", 1): "inverted",
-    ("ece_ew_cv", 2): "inverted",
-    ("isotonic", 1): "inverted",
-    ("isotonic", 2): "inverted",
-    ("smece", 1): "inverted",
-    ("smece", 2): "inverted",
+    (name, p): "inverted"
+    for name in ("ece_es15", "ece_es_cv", "ece_es_sweep", "ece_ew15", "ece_ew_cv", "isotonic",
+                 "smece")
+    for p in (1, 2)
 }
 
 AUTO_DEFAULT = "inverted"
