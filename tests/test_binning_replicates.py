@@ -32,8 +32,20 @@ def _peak(fn) -> int:
 def test_interval_at_200k_stays_under_half_an_r_by_n_index_array():
     s, y = _sample()
     n_boot = 100
-    peak = _peak(lambda: ce_interval("ece_es15", s, y, n_boot=n_boot, seed=1))
+    peak = _peak(lambda: ce_interval("ece_es15", s, y, n_boot=n_boot, seed=1, method="basic"))
     assert peak < n_boot * N * 8 / 2, peak / 2 ** 20
+
+
+def test_inverted_interval_peak_does_not_grow_with_the_replicates():
+    """The default (inverted) draws its worlds' resamples in chunks of a fixed
+    number of cells: 5x the replicates (9 worlds x 100 rows instead of 9 x 20)
+    leave the peak where it was, far below one row of indices per replicate."""
+    s, y = _sample()
+    small = _peak(lambda: ce_interval("ece_es15", s, y, n_boot=40, seed=1, method="inverted"))
+    large = _peak(lambda: ce_interval("ece_es15", s, y, n_boot=200, seed=1, method="inverted"))
+    # holding the 9 x 80 extra rows' indices would add 720 N int64
+    assert large - small < 80 * N * 8 / 8, ((large - small) / 2 ** 20, small / 2 ** 20)
+    assert large < 9 * 100 * N * 8 / 4, large / 2 ** 20
 
 
 @pytest.mark.parametrize("name", ["ece_es_sweep", "ece_es_cv"])
