@@ -36,12 +36,18 @@ _SECTION = re.compile(r"^### (\S+), p = (\d)")
 _CELL = re.compile(r"([\d.]+) \(([\d.]+)\) / ([\d.]+)")
 
 
-def parse(paths, as_inverted: str | None = None) -> dict:
+def parse(paths, as_inverted: str | None = None, level: float = 0.9) -> dict:
     """{(family, p, method): {n: [(cov, se, width), ...]}} of every table row."""
     rows: dict = {}
-    for path in paths:
+    # a file may hold several runs ("## run: ..." sections, as the measured file
+    # does): each run is read with its own labels
+    runs = [run for path in paths
+            for run in open(path, encoding="utf-8").read().split("\n## run: ")]
+    for text in runs:
+        got = re.search(r"--level ([\d.]+)", text)
+        if got and float(got.group(1)) != level:
+            continue        # a run at another level (the 0.95 check) is not this table's
         key = None
-        text = open(path, encoding="utf-8").read()
         rename = as_inverted if as_inverted and f"| {as_inverted} |" in text else None
         for line in text.splitlines():
             m = _SECTION.match(line)
@@ -60,11 +66,18 @@ def parse(paths, as_inverted: str | None = None) -> dict:
     return rows
 
 
+def _samples(cells) -> str:
+    """Samples per cell, from the printed coverage and Monte Carlo SE (cells at
+    0 or 100 % say nothing)."""
+    k = [c[0] * (1 - c[0]) / c[1] ** 2 for c in cells if c[1] > 0]
+    return str(int(round(np.median(k)))) if k else "?"
+
+
 def summary(cells_by_n: dict) -> dict:
     cells = [c for cs in cells_by_n.values() for c in cs]
     cov = np.array([c[0] for c in cells])
     se = np.array([c[1] for c in cells])
-    k = int(round(np.median([c[0] * (1 - c[0]) / c[1] ** 2 for c in cells if c[1] > 0])))
+    k = int(_samples(cells)) if _samples(cells) != "?" else 0
     return {"min": float(cov.min()), "k": k, "cells": len(cells),
             "short": int(np.sum(cov + se < FLOOR)),
             "near": int(np.sum(np.abs(cov - 0.9) <= 0.03)),
@@ -75,9 +88,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("paths", nargs="+")
     ap.add_argument("--as-inverted", default=None)
+    ap.add_argument("--level", type=float, default=0.9, help="read only the runs at this level")
     ap.add_argument("--markdown", action="store_true", help="also a summary table (docs)")
     args = ap.parse_args()
-    rows = parse(args.paths, args.as_inverted)
+    rows = parse(args.paths, args.as_inverted, args.level)
     auto, measured = {}, {}
     for fam, p in sorted({(f, q) for f, q, _ in rows}):
         print(f"\n{fam}, p = {p}")
@@ -113,8 +127,8 @@ def main() -> None:
                              "{:.1f} / {:.4f}".format(100 * summary(by_n)["min"],
                                                       summary(by_n)["width"]))
             s = summary(rows[(fam, p, m_auto)])
-            ks = ", ".join(f"{int(round(np.median([c[0] * (1 - c[0]) / c[1] ** 2 for c in cs if c[1] > 0])))}"
-                           f" ({n})" for n, cs in sorted(rows[(fam, p, m_auto)].items()))
+            ks = ", ".join(f"{_samples(cs)} ({n})"
+                           for n, cs in sorted(rows[(fam, p, m_auto)].items()))
             print(f"| {fam} | {p} | {m_auto} | " + " | ".join(cells)
                   + f" | {s['near']} of {s['cells']} | {ks} |")
     print("\nAUTO = {")
