@@ -37,7 +37,7 @@ from fitontest import families
 from fitontest.data.synthetic import BASE_SHAPES
 from fitontest.families.base import estimates, used_estimates
 from fitontest.intervals import (IntervalCoverageWarning, bootstrap_interval, invert,
-                                 inverted_level, world_replicates)
+                                 inverted_level, largest_ce, world_replicates, world_reps)
 
 BINNING = ("ece_es15", "ece_ew15", "ece_es_sweep", "ece_es_cv", "ece_ew_cv")
 LAWS = {"U": (1.0, 1.0), "Beta(2,5)": (2.0, 5.0)}
@@ -103,12 +103,13 @@ def inverted_rows(fam, s, y, p, n_boot, seed, level, scales):
     default's, intervals.INVERTED_ALPHA_SCALE): one set of worlds, inverted at
     every scale, so the scales are compared on the same replicates."""
     t0 = time.process_time()
-    theta, reps = world_replicates(fam, s, y, max(int(n_boot) // 2, 20), seed, p)
+    theta, reps = world_replicates(fam, s, y, world_reps(n_boot), seed, p)
     estimate = float(used_estimates(estimates(fam, s))[p - 1])
     sec = time.process_time() - t0
     out = []
     for k in scales:
-        lo, hi = invert(estimate, theta, reps, inverted_level(level, k))
+        lo, hi = np.minimum(invert(estimate, theta, reps, inverted_level(level, k)),
+                            largest_ce(s, p))          # as ce_interval clips them
         out.append(("inverted" if k is None else f"inverted k={k:g}", lo, hi, sec))
     return out
 

@@ -48,13 +48,10 @@ measured no such cell, None where not measured. Both ends are clipped to
 the estimate itself is not.
 
 Cost: binning families (``BinningFamily``) compute all replicates at once
-(:mod:`fitontest.families.bincounts`, no refit); isotonic pools each
-replicate's labels per distinct score (one weighted PAV) and smece runs its
-bandwidth search for a block of replicates in lockstep (batched FFTs); every
-other family is refitted per replicate (clone + fit) unless it overrides
-:meth:`~fitontest.families.base.CalibrationFamily.bootstrap_replicates`, so
-the workflow lets each family set its own number of replicates
-(``per_family_n_boot``, 0 disables).
+(:mod:`fitontest.families.bincounts`), isotonic and smece from counts (no
+refit); every other family is refitted per replicate unless it overrides
+``bootstrap_replicates``, so the workflow lets each family set its own number
+of replicates (``per_family_n_boot``, 0 disables).
 """
 from __future__ import annotations
 
@@ -89,11 +86,9 @@ AUTO: dict[tuple[str, int], str] = {
 
 AUTO_DEFAULT = "inverted"
 
-# "inverted" reads each world's central range at level 1 - k (1 - level), k this
-# scale: a range estimated from n_boot / 2 replicates per world, and worlds whose
-# gap shape is the data's noisy reference rather than the truth's, make the
-# plain (k = 1) interval cover a few points less than nominal; k was chosen on
-# the coverage benchmark (docs/methods.md §11.3).
+# "inverted" reads the worlds' ranges at level 1 - k (1 - level): ranges from n_boot / 2
+# replicates and worlds shaped like the data's noisy reference make k = 1 cover a
+# few points short; k was chosen on the coverage benchmark (docs/methods.md §11.1).
 INVERTED_ALPHA_SCALE = 0.7
 
 # (smallest coverage at level 0.9 over the benchmark's (CE, n) cells, samples per
@@ -362,6 +357,16 @@ def _crossing(theta: np.ndarray, q: np.ndarray, value: float) -> float:
     return float(theta[j - 1] + frac * (theta[j] - theta[j - 1]))
 
 
+def world_reps(n_boot: int) -> int:
+    """Replicates per world of "inverted" for ``n_boot`` (half, at least 20)."""
+    return max(int(n_boot) // 2, 20)
+
+
+def largest_ce(s: np.ndarray, p: int) -> float:
+    """mean max(s, 1 - s)^p, the CE of the farthest map: it caps every end."""
+    return float(np.mean(np.maximum(s, 1.0 - s) ** p))
+
+
 def inverted_level(level: float, scale: float | None = None) -> float:
     """Level at which "inverted" reads the worlds' ranges for nominal ``level``
     (``scale``: the alpha scale k, :data:`INVERTED_ALPHA_SCALE` when None)."""
@@ -427,8 +432,7 @@ def bootstrap_interval(fitted, scores, labels, est: Mapping[str, float] | None =
         lo, hi = _sun(fitted, level, p)
         n_boot = 0
     elif method == "inverted":
-        n_rep = max(int(n_boot) // 2, 20)
-        theta, reps = world_replicates(fitted, s, y, n_rep, seed, p)
+        theta, reps = world_replicates(fitted, s, y, world_reps(n_boot), seed, p)
         lo, hi = invert(estimate, theta, reps, inverted_level(level))
         n_boot = reps.size
     else:
@@ -438,7 +442,7 @@ def bootstrap_interval(fitted, scores, labels, est: Mapping[str, float] | None =
     # no map can be further from s than 0 or 1 are: an upper end extrapolated
     # past the last world (a CV family whose estimate barely moves with the
     # worlds' CE) is capped there rather than reported above any possible CE
-    bound = float(np.mean(np.maximum(s, 1.0 - s) ** p))
+    bound = largest_ce(s, p)
     lo, hi = min(lo, bound), min(hi, bound)
     return CEInterval(estimate=estimate, lo=lo, hi=hi, level=float(level), n_boot=int(n_boot),
                       method=method, p=p, target=target, estimand=_estimand(fitted, method),
@@ -488,7 +492,8 @@ def interval_settings(name: str, config: Mapping[str, Any] | None) -> dict[str, 
             "method": config.get("method", "auto"), "family": name}
 
 
-__all__ = ["CEInterval", "METHODS", "AUTO", "WORLD_T", "IntervalCoverageWarning", "ce_interval",
-           "bootstrap_interval", "bootstrap_indices", "replicate_estimates", "refit_replicates",
-           "interval_from", "interval_settings", "batched", "sun_interval", "sun_se",
-           "world_replicates", "invert", "inverted_level", "INVERTED_ALPHA_SCALE", "reference_gap", "resolve_method", "registered_name"]
+__all__ = ["CEInterval", "METHODS", "AUTO", "WORLD_T", "INVERTED_ALPHA_SCALE",
+           "IntervalCoverageWarning", "ce_interval", "bootstrap_interval", "bootstrap_indices",
+           "replicate_estimates", "refit_replicates", "interval_from", "interval_settings",
+           "batched", "sun_interval", "sun_se", "world_replicates", "world_reps", "largest_ce",
+           "invert", "inverted_level", "reference_gap", "resolve_method", "registered_name"]
