@@ -2,7 +2,10 @@
 derived from the coverage benchmark's output (docs/methods.md §11.3).
 
 Reads one or more outputs of benchmarks/interval_coverage.py (markdown; later
-files win for a repeated (family, p, method, n) row) and prints, per (family,
+runs win for a repeated (family, p, method, n) row, except that a top-up run,
+``--first-sample`` > 0, adds its samples to the row it continues: coverage and
+width averaged with the samples as weights, each cell's count read from its
+coverage and Monte Carlo SE) and prints, per (family,
 p), each method's smallest coverage over the (CE, n) cells, its samples per
 cell, the cells within 90 +- 3 % and the mean width, then the entries of
 ``AUTO`` and ``MEASURED_MIN_COVERAGE`` as Python.
@@ -36,8 +39,26 @@ _SECTION = re.compile(r"^### (\S+), p = (\d)")
 _CELL = re.compile(r"([\d.]+) \(([\d.]+)\) / ([\d.]+)")
 
 
+def _count(cov: float, se: float) -> float:
+    """Samples behind a printed cell (nan where the SE says nothing: 0 or 100 %)."""
+    return cov * (1 - cov) / se ** 2 if se > 0 else np.nan
+
+
+def _merge(old: list, new: list) -> list:
+    """Cells of a row and of its top-up, as one row over both runs' samples."""
+    if len(old) != len(new):
+        raise ValueError("a top-up run must have the CE levels of the run it continues")
+    out = []
+    for a, b in zip(old, new):
+        w = np.array([a[3], b[3]])
+        cov = float(np.dot(w, [a[0], b[0]]) / w.sum())
+        out.append((cov, float(np.sqrt(cov * (1 - cov) / w.sum())),
+                    float(np.dot(w, [a[2], b[2]]) / w.sum()), float(w.sum())))
+    return out
+
+
 def parse(paths, as_inverted: str | None = None, level: float = 0.9) -> dict:
-    """{(family, p, method): {n: [(cov, se, width), ...]}} of every table row."""
+    """{(family, p, method): {n: [(cov, se, width, samples), ...]}} of every table row."""
     rows: dict = {}
     # a file may hold several runs ("## run: ..." sections, as the measured file
     # does): each run is read with its own labels
@@ -48,6 +69,8 @@ def parse(paths, as_inverted: str | None = None, level: float = 0.9) -> dict:
         if got and float(got.group(1)) != level:
             continue        # a run at another level (the 0.95 check) is not this table's
         key = None
+        got = re.search(r"--first-sample (\d+)", text)
+        top_up = bool(got and int(got.group(1)) > 0)
         rename = as_inverted if as_inverted and f"| {as_inverted} |" in text else None
         for line in text.splitlines():
             m = _SECTION.match(line)
@@ -59,18 +82,22 @@ def parse(paths, as_inverted: str | None = None, level: float = 0.9) -> dict:
                 continue
             cells = [tuple(float(v) / (100.0 if i < 2 else 1.0) for i, v in enumerate(c.groups()))
                      for c in map(_CELL.match, parts[2:-2]) if c]
+            k = np.array([_count(c[0], c[1]) for c in cells])
+            k = np.where(np.isnan(k), np.nanmedian(k) if np.isfinite(k).any() else 1.0, k)
+            cells = [(*c, float(kc)) for c, kc in zip(cells, k)]
             label = parts[0]
             if rename:
                 label = {"inverted": "inverted k=1", rename: "inverted"}.get(label, label)
-            rows.setdefault((*key, label), {})[int(parts[1])] = cells
+            by_n = rows.setdefault((*key, label), {})
+            n = int(parts[1])
+            by_n[n] = _merge(by_n[n], cells) if top_up and n in by_n else cells
     return rows
 
 
 def _samples(cells) -> str:
     """Samples per cell, from the printed coverage and Monte Carlo SE (cells at
     0 or 100 % say nothing)."""
-    k = [c[0] * (1 - c[0]) / c[1] ** 2 for c in cells if c[1] > 0]
-    return str(int(round(np.median(k)))) if k else "?"
+    return str(int(round(np.median([c[3] for c in cells])))) if cells else "?"
 
 
 def summary(cells_by_n: dict) -> dict:

@@ -18,6 +18,7 @@ Carlo SE and mean width per (family, p, method, CE, n).
         [--families ece_es15,...] [--methods inverted,sun,basic,percentile]
         [--ce 0,0.005,0.01,0.02,0.05,0.1] [--n-boot 200] [--level 0.9] [--workers 2]
         [--alpha-scales 0.6,0.8]     # also "inverted" read at other levels, same worlds
+        [--first-sample 400]         # samples 400.. : a top-up, disjoint from a run's 0..399
 """
 from __future__ import annotations
 
@@ -187,6 +188,9 @@ def main() -> None:
                          "(comma-separated), on the same worlds")
     ap.add_argument("--workers", type=int, default=1, choices=(1, 2))
     ap.add_argument("--chunk", type=int, default=20)
+    ap.add_argument("--first-sample", type=int, default=0,
+                    help="seed of the first sample: a top-up run with seeds disjoint from an "
+                         "earlier run's, merged into it by benchmarks/interval_auto.py")
     ap.add_argument("--out", default=None, help="write the table here (markdown)")
     args = ap.parse_args()
     fams = args.families.split(",")
@@ -197,10 +201,11 @@ def main() -> None:
         print(f"CE {ce:g}: " + ", ".join(
             f"{k}/{law} (CE^2 {world(k, law, ce)[2]:.2e})" for k, law in worlds_for(ce)))
     scales = [None] + [float(k) for k in args.alpha_scales.split(",") if k]
-    tasks = [(fams, methods, ce, n, range(i, min(i + args.chunk, args.samples)), args.n_boot,
+    first, end = args.first_sample, args.first_sample + args.samples
+    tasks = [(fams, methods, ce, n, range(i, min(i + args.chunk, end)), args.n_boot,
               args.level, scales)
              # chunks outermost within n: a run stopped early has every cell, with fewer samples
-             for n in sizes for i in range(0, args.samples, args.chunk) for ce in ces]
+             for n in sizes for i in range(first, end, args.chunk) for ce in ces]
     t0 = time.time()
     rows = []
 
@@ -209,7 +214,7 @@ def main() -> None:
                 f"--n {args.n} --families {args.families} --methods {args.methods} "
                 f"--ce {args.ce} --n-boot {args.n_boot} --level {args.level} "
                 f"--alpha-scales {args.alpha_scales or '(none)'} "
-                f"--workers {args.workers}\nwall {time.time() - t0:.0f} s, {os.cpu_count()} CPUs, "
+                f"--first-sample {args.first_sample} --workers {args.workers}\nwall {time.time() - t0:.0f} s, {os.cpu_count()} CPUs, "
                 f"load {os.getloadavg()[0]:.1f}; {len(rows)} intervals\n\n")
 
     def save(done: bool):
