@@ -1,0 +1,59 @@
+"""benchmarks/interval_auto.py, the reader that derives ``intervals.AUTO`` and
+``MEASURED_MIN_COVERAGE`` from the coverage benchmark's output: a top-up run
+(``--first-sample`` > 0) is pooled with the run it continues, a fresh run
+replaces it."""
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "interval_auto.py"
+
+
+@pytest.fixture(scope="module")
+def reader():
+    spec = importlib.util.spec_from_file_location("interval_auto", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _run(first: int, cov: float, k: int, width: float) -> str:
+    se = (cov * (1 - cov) / k) ** 0.5
+    cell = f"{100 * cov:.1f} ({100 * se:.1f}) / {width:.4f}"
+    return (f"command: python benchmarks/interval_coverage.py --samples {k} --n 1000 "
+            f"--level 0.9 --first-sample {first}\n\n### ece_es15, p = 1\n\n"
+            "| method | n | CE 0 | CE 0.1 | min cov | s/interval |\n|---|---|---|---|---|---|\n"
+            f"| inverted | 1000 | {cell} | {cell} | {100 * cov:.1f} | 0.01 |\n")
+
+
+def _write(tmp_path, runs) -> Path:
+    path = tmp_path / "coverage.md"
+    path.write_text("# header\n" + "".join(f"\n## run: r{i}\n\n{r}" for i, r in enumerate(runs)))
+    return path
+
+
+def test_a_top_up_run_is_pooled_with_the_run_it_continues(reader, tmp_path):
+    # 240 samples at 80 % and 160 more at 95 %: 400 samples at 86 %
+    path = _write(tmp_path, [_run(0, 0.80, 240, 0.02), _run(400, 0.95, 160, 0.03)])
+    cells = reader.parse([path])[("ece_es15", 1, "inverted")][1000]
+    assert len(cells) == 2
+    for cov, se, width, k in cells:
+        assert k == pytest.approx(400, rel=0.03)
+        assert cov == pytest.approx(0.86, abs=0.002)
+        assert width == pytest.approx(0.024, abs=3e-4)
+        assert se == pytest.approx((0.86 * 0.14 / 400) ** 0.5, rel=0.03)
+
+
+def test_a_fresh_run_replaces_an_earlier_one(reader, tmp_path):
+    path = _write(tmp_path, [_run(0, 0.80, 240, 0.02), _run(0, 0.95, 160, 0.03)])
+    cov, _, width, k = reader.parse([path])[("ece_es15", 1, "inverted")][1000][0]
+    assert (cov, width) == (pytest.approx(0.95), pytest.approx(0.03))
+    assert k == pytest.approx(160, rel=0.05)
+
+
+def test_a_top_up_with_other_ce_levels_is_refused(reader, tmp_path):
+    short = _run(400, 0.9, 100, 0.02).replace(" | CE 0.1", "").replace(
+        " | 90.0 (3.0) / 0.0200 | 90.0", " | 90.0")
+    with pytest.raises(ValueError, match="CE levels"):
+        reader.parse([_write(tmp_path, [_run(0, 0.8, 240, 0.02), short])])
