@@ -6,7 +6,7 @@ runs win for a repeated (family, p, method, n) row, except that a top-up run,
 ``--first-sample`` > 0, adds its samples to the row it continues: coverage and
 width averaged with the samples as weights, each cell's count read from its
 coverage and Monte Carlo SE) and prints, per (family,
-p), each method's smallest coverage over the (CE, n) cells, its samples per
+p), each method's smallest coverage over the (CE, n) cells, the samples of that
 cell, the cells within 90 +- 3 % and the mean width, then the entries of
 ``AUTO`` and ``MEASURED_MIN_COVERAGE`` as Python.
 
@@ -104,7 +104,8 @@ def summary(cells_by_n: dict) -> dict:
     cells = [c for cs in cells_by_n.values() for c in cs]
     cov = np.array([c[0] for c in cells])
     se = np.array([c[1] for c in cells])
-    k = int(_samples(cells)) if _samples(cells) != "?" else 0
+    # the samples behind the smallest cell: what the library's valid flag tests
+    k = int(round(cells[int(np.argmin(cov))][3]))
     return {"min": float(cov.min()), "k": k, "cells": len(cells),
             "short": int(np.sum(cov + se < FLOOR)),
             "near": int(np.sum(np.abs(cov - 0.9) <= 0.03)),

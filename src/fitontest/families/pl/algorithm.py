@@ -47,7 +47,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+
+from .jit import njit
 
 PROB, LOGIT = 0, 1                 # map input space: PL, PL3
 CE, MSE = 0, 1                     # training loss

@@ -20,7 +20,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+
+from .jit import njit
 
 from .algorithm import backward, geometry
 from .numba_kernels import point_pass, scratch

@@ -32,10 +32,11 @@ import math
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import types
 from numba.extending import intrinsic
 
 from .algorithm import CE, CLIP, LOSS_CAP, PROB
+from .jit import njit
 
 # exp(x) = 2^n e^r, r = x - n ln 2 in [-ln 2 / 2, ln 2 / 2]: a degree-13 Taylor
 # polynomial (truncation < 5e-18) and 2^n assembled from its bits; within

@@ -13,7 +13,9 @@ bit for bit, and a row trained among others equals the row trained alone.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
+from numba import prange
+
+from .jit import njit
 
 from .algorithm import adam_coefficients, adam_update, backward, geometry, shuffle_labels_into
 from .numba_kernels import point_pass, scratch
