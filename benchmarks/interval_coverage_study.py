@@ -24,7 +24,8 @@ Prints each map's mean true CE, and coverage (%) with its Monte Carlo SE per
 
     python benchmarks/interval_coverage_study.py --results results/default
         [--samples-per-world 8] [--n 1000,3000] [--families ece_es15,...]
-        [--calibrators beta,vecs,...] [--maps posterior,smooth] [--n-boot 100] [--level 0.9] [--workers 2]
+        [--calibrators beta,vecs,...] [--maps posterior,smooth] [--n-boot 100] [--level 0.9]
+        [--alpha-scales 0.5,0.6] [--workers 2]
         [--out benchmarks/measured/interval_coverage_study.md]
 """
 from __future__ import annotations
@@ -81,8 +82,8 @@ def load_world(results: str, key: tuple[str, str, str], kind: str):
 
 
 def run_chunk(task):
-    """Rows (map, world, kind, family, p, n, true CE, covered, width) of some samples."""
-    results, key, mapping, n, seeds, fams, n_boot, level = task
+    """Rows (map, world, kind, family, p, method, n, true CE, covered, width) of some samples."""
+    results, key, mapping, n, seeds, fams, n_boot, level, scales = task
     warnings.simplefilter("ignore", IntervalCoverageWarning)
     s_all, c_all, ce1, ce2 = load_world(results, key, mapping)
     kind = "confidence" if key[1] == "confidence" else "ovr"
@@ -94,15 +95,17 @@ def run_chunk(task):
         for name in fams:
             fam = families.get(name).fit(s, y)
             for p, truth in ((1, ce1), (2, ce2)):
-                (_, lo, hi, _), = inverted_rows(fam, s, y, p, n_boot, [seed, 7], level, [None])
-                out.append((mapping, "/".join(key), kind, name, p, n, ce1, lo <= truth <= hi, hi - lo))
+                for label, lo, hi, _ in inverted_rows(fam, s, y, p, n_boot, [seed, 7], level,
+                                                      scales):
+                    out.append((mapping, "/".join(key), kind, name, p, label, n, ce1,
+                                lo <= truth <= hi, hi - lo))
     return out
 
 
 def table(rows, level: float) -> str:
     import pandas as pd
 
-    df = pd.DataFrame(rows, columns=["map", "world", "kind", "family", "p", "n", "ce",
+    df = pd.DataFrame(rows, columns=["map", "world", "kind", "family", "p", "method", "n", "ce",
                                      "covered", "width"])
     df["band"] = pd.cut(df["ce"], BANDS, right=False,
                         labels=[f"CE < {BANDS[1]:g}", f"CE {BANDS[1]:g}-{BANDS[2]:g}",
@@ -123,12 +126,12 @@ def table(rows, level: float) -> str:
             groups = [v for v in dm[by].unique().sort_values()] if by == "band" else sorted(
                 dm[by].unique())
             lines += [f"\n### map {mapping}, by {title}\n",
-                      "| family | p | n | all | " + " | ".join(map(str, groups))
-                      + " | mean width |", "|---" * (len(groups) + 5) + "|"]
-            for (fam, p, n), g in dm.groupby(["family", "p", "n"]):
+                      "| family | p | method | n | all | " + " | ".join(map(str, groups))
+                      + " | mean width |", "|---" * (len(groups) + 6) + "|"]
+            for (fam, p, m, n), g in dm.groupby(["family", "p", "method", "n"]):
                 parts = [cell(g)] + [cell(g[g[by] == v]) if (g[by] == v).any() else ""
                                      for v in groups]
-                lines.append(f"| {fam} | {p} | {n} | " + " | ".join(parts)
+                lines.append(f"| {fam} | {p} | {m} | {n} | " + " | ".join(parts)
                              + f" | {g['width'].mean():.4f} |")
     return "\n".join(lines) + "\n"
 
@@ -144,6 +147,8 @@ def main() -> None:
     ap.add_argument("--maps", default="posterior,smooth")
     ap.add_argument("--n-boot", type=int, default=100)
     ap.add_argument("--level", type=float, default=0.9)
+    ap.add_argument("--alpha-scales", default="",
+                    help="also 'inverted' read at level 1 - k (1 - level) for these k, same worlds")
     ap.add_argument("--workers", type=int, default=1, choices=(1, 2))
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
@@ -153,7 +158,9 @@ def main() -> None:
         raise SystemExit(f"no truth files under {args.results}/truth (a finished procedural run "
                          "with the 'posterior' truth is needed)")
     fams = args.families.split(",")
-    tasks = [(args.results, key, m, int(n), range(i, i + 1), fams, args.n_boot, args.level)
+    scales = [None] + [float(k) for k in args.alpha_scales.split(",") if k]
+    tasks = [(args.results, key, m, int(n), range(i, i + 1), fams, args.n_boot, args.level,
+              scales)
              for i in range(args.samples_per_world) for n in args.n.split(",")
              for m in args.maps.split(",") for key in keys]
     t0, rows = time.time(), []
@@ -163,7 +170,8 @@ def main() -> None:
     text = (f"command: python benchmarks/interval_coverage_study.py --results {args.results} "
             f"--samples-per-world {args.samples_per_world} --n {args.n} --families "
             f"{args.families} --calibrators {args.calibrators} --maps {args.maps} --n-boot {args.n_boot} "
-            f"--level {args.level} --workers {args.workers}\nwall {time.time() - t0:.0f} s, "
+            f"--level {args.level} --alpha-scales {args.alpha_scales or '(none)'} "
+            f"--workers {args.workers}\nwall {time.time() - t0:.0f} s, "
             f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; {len(rows)} intervals\n\n"
             + table(rows, args.level))
     if args.out:
