@@ -10,21 +10,26 @@ p), each method's smallest coverage over the (CE, n) cells, the samples of that
 cell, the cells within 90 +- 3 % and the mean width, then the entries of
 ``AUTO`` and ``MEASURED_MIN_COVERAGE`` as Python.
 
+Also reads outputs of benchmarks/interval_coverage_study.py (the intervals on
+a finished run's own worlds): each (map, task kind, n) is one more cell.
+
+Labels: every run's plain "inverted" rows are made explicit ("inverted k=X",
+X its header's "default alpha scale", or for runs before the header said it:
+1 where the run also scored k = 0.7, else 0.7), then the rows at the library's
+``INVERTED_ALPHA_SCALE`` (or ``--default-k``) are called "inverted".
+
 Rule (the issue's target: >= 87 % in every cell at level 0.9): a cell is
 *short* when its coverage is more than one Monte Carlo SE below 87 %;
 ``auto`` is the narrowest candidate with no short cell, else the candidate
-with the largest smallest coverage; ``sun`` at p = 1 only where its p = 2
+with the largest smallest coverage, among the candidates scored on every
+cell any candidate was scored on; ``sun`` at p = 1 only where its p = 2
 interval (from which the p = 1 route is derived) has no short cell. (The
-library's ``valid`` flag is looser:
-it warns only where a cell is significantly short, by 2 SEs.) Candidates: ``inverted`` and ``sun`` (the two built to be
-valid at CE = 0).
+library's ``valid`` flag is looser: it warns only where a cell is
+significantly short, by 2 SEs.) Candidates: ``inverted`` and ``sun`` (the
+two built to be valid at CE = 0).
 
     python benchmarks/interval_auto.py benchmarks/measured/interval_coverage.md
-        [--as-inverted "inverted k=0.7"]
-
-``--as-inverted LABEL``: in an output run before the default alpha scale
-changed (one that has rows ``LABEL``), ``LABEL`` is read as "inverted" and
-its "inverted" rows as "inverted k=1".
+        benchmarks/measured/interval_coverage_study.md [--default-k 0.6] [--markdown]
 """
 from __future__ import annotations
 
@@ -57,8 +62,49 @@ def _merge(old: list, new: list) -> list:
     return out
 
 
-def parse(paths, as_inverted: str | None = None, level: float = 0.9) -> dict:
-    """{(family, p, method): {n: [(cov, se, width, samples), ...]}} of every table row."""
+def run_default_k(text: str) -> float:
+    """The alpha scale that a run's plain "inverted" rows were read at: its
+    header's "default alpha scale", else (runs made before the header said it)
+    1 where the run also scored k = 0.7 (runs from before 0.7 became the
+    default), 0.7 otherwise."""
+    got = re.search(r"default alpha scale ([\d.]+)", text)
+    if got:
+        return float(got.group(1))
+    return 1.0 if "| inverted k=0.7 |" in text else 0.7
+
+
+def _label(label: str, run_k: float, default_k: float) -> str:
+    """Labels made explicit ("inverted k=X"), then today's default called "inverted"."""
+    if label == "inverted":
+        label = f"inverted k={run_k:g}"
+    return "inverted" if label == f"inverted k={default_k:g}" else label
+
+
+_STUDY_CELL = re.compile(r"([\d.]+) \(([\d.]+), (\d+)\)")
+
+
+def _study_rows(text: str, run_k: float, default_k: float, rows: dict) -> None:
+    """Cells of benchmarks/interval_coverage_study.py: one per (map, task kind,
+    n), keyed by n as "MAP n"."""
+    mapping = None
+    for line in text.splitlines():
+        m = re.match(r"^### map (\S+), by (.+)$", line)
+        if m:
+            mapping = m.group(1) if m.group(2) == "task kind" else None
+            continue
+        parts = [c.strip() for c in line.strip().strip("|").split("|")]
+        if mapping is None or len(parts) < 6 or not parts[3].isdigit():
+            continue
+        width = float(parts[-1])
+        cells = [(float(c.group(1)) / 100, float(c.group(2)) / 100, width, float(c.group(3)))
+                 for c in map(_STUDY_CELL.match, parts[5:-1]) if c]
+        key = (parts[0], int(parts[1]), _label(parts[2], run_k, default_k))
+        rows.setdefault(key, {})[f"{mapping} {parts[3]}"] = cells
+
+
+def parse(paths, default_k: float = 0.7, level: float = 0.9) -> dict:
+    """{(family, p, method): {n: [(cov, se, width, samples), ...]}} of every table row;
+    "inverted" is the belt at alpha scale ``default_k``, others "inverted k=X"."""
     rows: dict = {}
     # a file may hold several runs ("## run: ..." sections, as the measured file
     # does): each run is read with its own labels
@@ -68,10 +114,14 @@ def parse(paths, as_inverted: str | None = None, level: float = 0.9) -> dict:
         got = re.search(r"--level ([\d.]+)", text)
         if got and float(got.group(1)) != level:
             continue        # a run at another level (the 0.95 check) is not this table's
+        run_k = run_default_k(text)
+        if "interval_coverage_study.py" in text:
+            _study_rows(text, run_k, default_k, rows)
+            continue
         key = None
         got = re.search(r"--first-sample (\d+)", text)
         top_up = bool(got and int(got.group(1)) > 0)
-        rename = as_inverted if as_inverted and f"| {as_inverted} |" in text else None
+        seen = set()        # a run that scored its default k again lists the same rows twice
         for line in text.splitlines():
             m = _SECTION.match(line)
             if m:
@@ -85,11 +135,11 @@ def parse(paths, as_inverted: str | None = None, level: float = 0.9) -> dict:
             k = np.array([_count(c[0], c[1]) for c in cells])
             k = np.where(np.isnan(k), np.nanmedian(k) if np.isfinite(k).any() else 1.0, k)
             cells = [(*c, float(kc)) for c, kc in zip(cells, k)]
-            label = parts[0]
-            if rename:
-                label = {"inverted": "inverted k=1", rename: "inverted"}.get(label, label)
+            label, n = _label(parts[0], run_k, default_k), int(parts[1])
+            if (key, label, n) in seen:
+                continue
+            seen.add((key, label, n))
             by_n = rows.setdefault((*key, label), {})
-            n = int(parts[1])
             by_n[n] = _merge(by_n[n], cells) if top_up and n in by_n else cells
     return rows
 
@@ -109,21 +159,31 @@ def summary(cells_by_n: dict) -> dict:
     return {"min": float(cov.min()), "k": k, "cells": len(cells),
             "short": int(np.sum(cov + se < FLOOR)),
             "near": int(np.sum(np.abs(cov - 0.9) <= 0.03)),
-            "width": float(np.mean([c[2] for c in cells])), "n": sorted(cells_by_n)}
+            "width": float(np.mean([c[2] for c in cells])), "n": sorted(cells_by_n, key=str)}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("paths", nargs="+")
-    ap.add_argument("--as-inverted", default=None)
+    ap.add_argument("--default-k", type=float, default=None,
+                    help="the alpha scale read as 'inverted' (default: the library's "
+                         "INVERTED_ALPHA_SCALE)")
     ap.add_argument("--level", type=float, default=0.9, help="read only the runs at this level")
     ap.add_argument("--markdown", action="store_true", help="also a summary table (docs)")
     args = ap.parse_args()
-    rows = parse(args.paths, args.as_inverted, args.level)
+    if args.default_k is None:
+        from fitontest.intervals import INVERTED_ALPHA_SCALE
+
+        args.default_k = INVERTED_ALPHA_SCALE
+    rows = parse(args.paths, args.default_k, args.level)
     auto, measured = {}, {}
     for fam, p in sorted({(f, q) for f, q, _ in rows}):
         print(f"\n{fam}, p = {p}")
         best = None
+        # a candidate competes only on the worlds of every other candidate (sun is
+        # not scored on the study's own worlds, so where inverted is, sun cannot win)
+        keys = {n for (f, q, m), by_n in rows.items()
+                if (f, q) == (fam, p) and m in CANDIDATES for n in by_n}
         for (f, q, m), by_n in sorted(rows.items()):
             if (f, q) != (fam, p):
                 continue
@@ -135,7 +195,7 @@ def main() -> None:
             # sun's p = 1 route is derived from its p = 2 interval: valid only where that is
             sun_p2_short = ("sun" == m and p == 1 and (fam, 2, "sun") in rows
                             and summary(rows[(fam, 2, "sun")])["short"] > 0)
-            if m in CANDIDATES and not sun_p2_short:
+            if m in CANDIDATES and not sun_p2_short and keys <= set(by_n):
                 rank = (s["short"] == 0, -s["width"] if s["short"] == 0 else s["min"])
                 if best is None or rank > best[0]:
                     best = (rank, m)
@@ -143,22 +203,25 @@ def main() -> None:
             auto[(fam, p)] = best[1]
             print(f"  -> auto: {best[1]}")
     if args.markdown:
-        methods = ["inverted", "inverted k=1", "sun"]
-        print("\n| family | p | `auto` | " + " | ".join(f"{m}: min % / width" for m in methods)
-              + " | `auto`: cells in 87–93 % | samples per cell (n) |")
-        print("|---" * (len(methods) + 5) + "|")
+        # synthetic worlds (int n) and the study's own worlds ("MAP n") apart
+        def part(by_n, study):
+            return {n: c for n, c in by_n.items() if isinstance(n, str) == study}
+
+        def minw(by_n):
+            return "–" if not by_n else "{:.1f} / {:.4f}".format(100 * summary(by_n)["min"],
+                                                                 summary(by_n)["width"])
+        methods = [("inverted", False), ("inverted", True), ("inverted k=1", False),
+                   ("sun", False)]
+        print("\n| family | p | `auto` | inverted, synthetic: min % / width | inverted, study's "
+              "worlds: min % / width | inverted k=1, synthetic | sun, synthetic | `auto`, "
+              "synthetic: cells in 87–93 % | synthetic samples per cell (n) |")
+        print("|---" * 9 + "|")
         for (fam, p), m_auto in sorted(auto.items()):
-            cells = []
-            for m in methods:
-                by_n = rows.get((fam, p, m))
-                cells.append("–" if by_n is None else
-                             "{:.1f} / {:.4f}".format(100 * summary(by_n)["min"],
-                                                      summary(by_n)["width"]))
-            s = summary(rows[(fam, p, m_auto)])
-            ks = ", ".join(f"{_samples(cs)} ({n})"
-                           for n, cs in sorted(rows[(fam, p, m_auto)].items()))
-            print(f"| {fam} | {p} | {m_auto} | " + " | ".join(cells)
-                  + f" | {s['near']} of {s['cells']} | {ks} |")
+            cells = [minw(part(rows.get((fam, p, m), {}), study)) for m, study in methods]
+            synth = part(rows[(fam, p, m_auto)], False)
+            near = (f"{summary(synth)['near']} of {summary(synth)['cells']}" if synth else "–")
+            ks = ", ".join(f"{_samples(cs)} ({n})" for n, cs in sorted(synth.items()))
+            print(f"| {fam} | {p} | {m_auto} | " + " | ".join(cells) + f" | {near} | {ks} |")
     print("\nAUTO = {")
     for (f, p), m in sorted(auto.items()):
         print(f"    ({f!r}, {p}): {m!r},")

@@ -37,7 +37,8 @@ from scipy.stats import beta as beta_dist
 from fitontest import families
 from fitontest.data.synthetic import BASE_SHAPES
 from fitontest.families.base import estimates, used_estimates
-from fitontest.intervals import (IntervalCoverageWarning, bootstrap_interval, invert,
+from fitontest.intervals import (INVERTED_ALPHA_SCALE, IntervalCoverageWarning,
+                                 bootstrap_interval, invert,
                                  inverted_level, largest_ce, world_replicates, world_reps)
 
 BINNING = ("ece_es15", "ece_ew15", "ece_es_sweep", "ece_es_cv", "ece_ew_cv")
@@ -214,7 +215,8 @@ def main() -> None:
                 f"--n {args.n} --families {args.families} --methods {args.methods} "
                 f"--ce {args.ce} --n-boot {args.n_boot} --level {args.level} "
                 f"--alpha-scales {args.alpha_scales or '(none)'} "
-                f"--first-sample {args.first_sample} --workers {args.workers}\nwall {time.time() - t0:.0f} s, {os.cpu_count()} CPUs, "
+                f"--first-sample {args.first_sample} --workers {args.workers}\n"
+                f"default alpha scale {INVERTED_ALPHA_SCALE:g}; wall {time.time() - t0:.0f} s, {os.cpu_count()} CPUs, "
                 f"load {os.getloadavg()[0]:.1f}; {len(rows)} intervals\n\n")
 
     def save(done: bool):

@@ -43,7 +43,7 @@ import numpy as np
 
 from interval_coverage import inverted_rows
 from fitontest import families
-from fitontest.intervals import IntervalCoverageWarning
+from fitontest.intervals import INVERTED_ALPHA_SCALE, IntervalCoverageWarning
 
 FAMILIES = ("ece_ew15", "ece_es15", "ece_ew_sweep", "ece_es_sweep", "ece_ew_cv", "ece_es_cv",
             "isotonic", "smece")
@@ -171,7 +171,8 @@ def main() -> None:
             f"--samples-per-world {args.samples_per_world} --n {args.n} --families "
             f"{args.families} --calibrators {args.calibrators} --maps {args.maps} --n-boot {args.n_boot} "
             f"--level {args.level} --alpha-scales {args.alpha_scales or '(none)'} "
-            f"--workers {args.workers}\nwall {time.time() - t0:.0f} s, "
+            f"--workers {args.workers}\ndefault alpha scale {INVERTED_ALPHA_SCALE:g}; "
+            f"wall {time.time() - t0:.0f} s, "
             f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; {len(rows)} intervals\n\n"
             + table(rows, args.level))
     if args.out:

@@ -57,3 +57,26 @@ def test_a_top_up_with_other_ce_levels_is_refused(reader, tmp_path):
         " | 90.0 (3.0) / 0.0200 | 90.0", " | 90.0")
     with pytest.raises(ValueError, match="CE levels"):
         reader.parse([_write(tmp_path, [_run(0, 0.8, 240, 0.02), short])])
+
+
+def test_labels_are_read_at_each_runs_own_default_alpha_scale(reader, tmp_path):
+    """A run made when the default was k = 1 (it scored k = 0.7 beside it), one
+    made at k = 0.7, one that states its default: all read with k = 0.6 as
+    "inverted"; a row listed twice in one run (its default scored again as
+    "inverted k=0.6") counts once."""
+    def run(rows, header=""):
+        return (f"command: x --level 0.9\n{header}\n### ece_es15, p = 1\n\n"
+                "| method | n | CE 0 | min cov | s/interval |\n|---|---|---|---|---|\n"
+                + "".join(f"| {label} | {n} | {cell} | 1 | 0.01 |\n" for label, n, cell in rows))
+    cell = "{:.1f} (2.0) / 0.0100"
+    old = run([("inverted", 1000, cell.format(80)), ("inverted k=0.7", 1000, cell.format(85)),
+               ("inverted k=0.6", 1000, cell.format(90))])
+    mid = run([("inverted", 3000, cell.format(86)), ("inverted k=0.6", 3000, cell.format(91))])
+    new = run([("inverted", 400, cell.format(92)), ("inverted k=0.6", 400, cell.format(92)),
+               ("inverted k=1", 400, cell.format(82))], "default alpha scale 0.6; wall 1 s")
+    rows = reader.parse([_write(tmp_path, [old, mid, new])], default_k=0.6)
+    got = {m: {n: round(c[0][0], 3) for n, c in by_n.items()}
+           for (_, _, m), by_n in rows.items()}
+    assert got == {"inverted": {1000: 0.9, 3000: 0.91, 400: 0.92},
+                   "inverted k=1": {1000: 0.8, 400: 0.82},
+                   "inverted k=0.7": {1000: 0.85, 3000: 0.86}}
