@@ -14,11 +14,13 @@ import argparse
 from pathlib import Path
 
 import numpy as np
-from sklearn.isotonic import IsotonicRegression
+
+from fitontest.study import truth
 
 
-def iso_ce(s: np.ndarray, q: np.ndarray) -> float:
-    return float(np.mean(np.abs(s - IsotonicRegression(out_of_bounds="clip").fit(s, q).predict(s))))
+def iso_ce(s: np.ndarray, y: np.ndarray, q: np.ndarray) -> float:
+    """CE of the scores under the `posterior` truth fitted on these points."""
+    return float(np.mean(np.abs(s - truth.estimate("posterior", s, y, posterior=q))))
 
 
 def main() -> None:
@@ -30,11 +32,11 @@ def main() -> None:
     rows = []
     for path in sorted(Path(args.results, "calibrated").glob("*/*/*.npz")):
         d = np.load(path)
-        s, q = d["holdout_scores"], d["holdout_posterior"].astype(float)
+        s, y, q = d["holdout_scores"], d["holdout_labels"], d["holdout_posterior"]
         rng = np.random.default_rng(0)
-        sub = [iso_ce(s[i], q[i]) for i in (rng.choice(len(s), args.subset, replace=False)
-                                            for _ in range(args.repeats))]
-        rows.append((path.parent.name, iso_ce(s, q), float(np.mean(sub))))
+        sub = [iso_ce(s[i], y[i], q[i]) for i in (rng.choice(len(s), args.subset, replace=False)
+                                                  for _ in range(args.repeats))]
+        rows.append((path.parent.name, iso_ce(s, y, q), float(np.mean(sub))))
         print(f"{path.parent.parent.name:10s} {path.parent.name:11s} {path.stem:16s} "
               f"CE whole ({len(s)}) {rows[-1][1]:.4f}  subset ({args.subset}) {rows[-1][2]:.4f}")
     print()
