@@ -19,6 +19,7 @@ Carlo SE and mean width per (family, p, method, CE, n).
         [--ce 0,0.005,0.01,0.02,0.05,0.1] [--n-boot 200] [--level 0.9] [--workers 2]
         [--alpha-scales 0.6,0.8]     # also "inverted" read at other levels, same worlds
         [--first-sample 400]         # samples 400.. : a top-up, disjoint from a run's 0..399
+        [--p 2]                      # only this CE exponent (default: 1,2)
 """
 from __future__ import annotations
 
@@ -118,7 +119,7 @@ def inverted_rows(fam, s, y, p, n_boot, seed, level, scales):
 
 def run_cell(task):
     """Rows (family, p, method, ce, n, covered, width, seconds) of one chunk of samples."""
-    fams, methods, ce, n, seeds, n_boot, level, scales = task
+    fams, methods, ce, n, seeds, n_boot, level, scales, ps = task
     out = []
     warnings.simplefilter("ignore", IntervalCoverageWarning)
     wl = worlds_for(ce)
@@ -128,7 +129,7 @@ def run_cell(task):
         truth = world(kind, law, ce)[1:]
         for name in fams:
             fam = families.get(name).fit(s, y)
-            for p in (1, 2):
+            for p in ps:
                 for m in methods:
                     if m == "sun" and not name.startswith("ece_"):
                         continue
@@ -192,8 +193,10 @@ def main() -> None:
     ap.add_argument("--first-sample", type=int, default=0,
                     help="seed of the first sample: a top-up run with seeds disjoint from an "
                          "earlier run's, merged into it by benchmarks/interval_auto.py")
+    ap.add_argument("--p", default="1,2", help="CE exponents to score (comma-separated)")
     ap.add_argument("--out", default=None, help="write the table here (markdown)")
     args = ap.parse_args()
+    ps = [int(v) for v in args.p.split(",")]
     fams = args.families.split(",")
     methods = args.methods.split(",")
     sizes = [int(v) for v in args.n.split(",")]
@@ -204,7 +207,7 @@ def main() -> None:
     scales = [None] + [float(k) for k in args.alpha_scales.split(",") if k]
     first, end = args.first_sample, args.first_sample + args.samples
     tasks = [(fams, methods, ce, n, range(i, min(i + args.chunk, end)), args.n_boot,
-              args.level, scales)
+              args.level, scales, ps)
              # chunks outermost within n: a run stopped early has every cell, with fewer samples
              for n in sizes for i in range(first, end, args.chunk) for ce in ces]
     t0 = time.time()
@@ -215,7 +218,7 @@ def main() -> None:
                 f"--n {args.n} --families {args.families} --methods {args.methods} "
                 f"--ce {args.ce} --n-boot {args.n_boot} --level {args.level} "
                 f"--alpha-scales {args.alpha_scales or '(none)'} "
-                f"--first-sample {args.first_sample} --workers {args.workers}\n"
+                f"--first-sample {args.first_sample} --p {args.p} --workers {args.workers}\n"
                 f"default alpha scale {INVERTED_ALPHA_SCALE:g}; wall {time.time() - t0:.0f} s, {os.cpu_count()} CPUs, "
                 f"load {os.getloadavg()[0]:.1f}; {len(rows)} intervals\n\n")
 

@@ -25,7 +25,7 @@ Prints each map's mean true CE, and coverage (%) with its Monte Carlo SE per
     python benchmarks/interval_coverage_study.py --results results/default
         [--samples-per-world 8] [--n 1000,3000] [--families ece_es15,...]
         [--calibrators beta,vecs,...] [--maps posterior,smooth] [--n-boot 100] [--level 0.9]
-        [--alpha-scales 0.5,0.6] [--workers 2]
+        [--alpha-scales 0.5,0.6] [--p 2] [--workers 2]
         [--out benchmarks/measured/interval_coverage_study.md]
 """
 from __future__ import annotations
@@ -83,7 +83,7 @@ def load_world(results: str, key: tuple[str, str, str], kind: str):
 
 def run_chunk(task):
     """Rows (map, world, kind, family, p, method, n, true CE, covered, width) of some samples."""
-    results, key, mapping, n, seeds, fams, n_boot, level, scales = task
+    results, key, mapping, n, seeds, fams, n_boot, level, scales, ps = task
     warnings.simplefilter("ignore", IntervalCoverageWarning)
     s_all, c_all, ce1, ce2 = load_world(results, key, mapping)
     kind = "confidence" if key[1] == "confidence" else "ovr"
@@ -94,7 +94,7 @@ def run_chunk(task):
         s, y = s_all[i], (rng.random(n) < c_all[i]).astype(np.int8)
         for name in fams:
             fam = families.get(name).fit(s, y)
-            for p, truth in ((1, ce1), (2, ce2)):
+            for p, truth in ((p, (ce1, ce2)[p - 1]) for p in ps):
                 for label, lo, hi, _ in inverted_rows(fam, s, y, p, n_boot, [seed, 7], level,
                                                       scales):
                     out.append((mapping, "/".join(key), kind, name, p, label, n, ce1,
@@ -150,17 +150,24 @@ def main() -> None:
     ap.add_argument("--alpha-scales", default="",
                     help="also 'inverted' read at level 1 - k (1 - level) for these k, same worlds")
     ap.add_argument("--workers", type=int, default=1, choices=(1, 2))
+    ap.add_argument("--p", default="1,2", help="CE exponents to score (comma-separated)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    ps = [int(v) for v in args.p.split(",")]
     cals = None if args.calibrators == "all" else args.calibrators.split(",")
     keys = world_keys(args.results, cals)
     if not keys:
         raise SystemExit(f"no truth files under {args.results}/truth (a finished procedural run "
                          "with the 'posterior' truth is needed)")
+    first = Path(args.results, "truth", *keys[0]).with_suffix(".npz")
+    if "posterior" not in np.load(first).files:
+        raise SystemExit(f"{first} has no 'posterior' truth: the worlds need a run whose "
+                         "source knows the event posterior (the procedural or tabular "
+                         "sources, not CIFAR-5m or others' logits)")
     fams = args.families.split(",")
     scales = [None] + [float(k) for k in args.alpha_scales.split(",") if k]
     tasks = [(args.results, key, m, int(n), range(i, i + 1), fams, args.n_boot, args.level,
-              scales)
+              scales, ps)
              for i in range(args.samples_per_world) for n in args.n.split(",")
              for m in args.maps.split(",") for key in keys]
     t0, rows = time.time(), []
@@ -170,7 +177,7 @@ def main() -> None:
     text = (f"command: python benchmarks/interval_coverage_study.py --results {args.results} "
             f"--samples-per-world {args.samples_per_world} --n {args.n} --families "
             f"{args.families} --calibrators {args.calibrators} --maps {args.maps} --n-boot {args.n_boot} "
-            f"--level {args.level} --alpha-scales {args.alpha_scales or '(none)'} "
+            f"--level {args.level} --alpha-scales {args.alpha_scales or '(none)'} --p {args.p} "
             f"--workers {args.workers}\ndefault alpha scale {INVERTED_ALPHA_SCALE:g}; "
             f"wall {time.time() - t0:.0f} s, "
             f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; {len(rows)} intervals\n\n"

@@ -32,6 +32,9 @@ def main() -> None:
     rows = []
     for path in sorted(Path(args.results, "calibrated").glob("*/*/*.npz")):
         d = np.load(path)
+        if "holdout_posterior" not in d.files:
+            raise SystemExit(f"{path} has no hold-out posterior: this benchmark needs a run "
+                             "whose source knows the event posterior (procedural or tabular)")
         s, y, q = d["holdout_scores"], d["holdout_labels"], d["holdout_posterior"]
         rng = np.random.default_rng(0)
         sub = [iso_ce(s[i], y[i], q[i]) for i in (rng.choice(len(s), args.subset, replace=False)

@@ -39,7 +39,18 @@ def frame_with_intervals():
     return pd.DataFrame(rows)[SCORE_COLUMNS]
 
 
-def test_coverage_by_design_and_binomial_interval():
+def korn_graubard(k, n, clusters, level=0.95):
+    """Textbook Korn-Graubard interval when every cluster has the same share
+    (design effect 1): Clopper-Pearson at n (z / t_{clusters-1})^2 rows."""
+    a = 1 - level
+    n_eff = n * (sps.norm.ppf(a / 2) / sps.t.ppf(a / 2, clusters - 1)) ** 2
+    x = k / n * n_eff
+    lo = 0.0 if x == 0 else sps.beta.ppf(a / 2, x, n_eff - x + 1)
+    hi = 1.0 if x == n_eff else sps.beta.ppf(1 - a / 2, x + 1, n_eff - x)
+    return lo, hi
+
+
+def test_coverage_by_design_and_cluster_interval():
     f = frame_with_intervals()
     t = build(spec_named("coverage_ovr"), {"scores": f}, "isotonic")
     assert list(t.values.columns) == ["cover", "miss", "half"]          # no_ci left out
@@ -48,12 +59,12 @@ def test_coverage_by_design_and_binomial_interval():
     np.testing.assert_allclose(t.values["miss"], 0.0)
     np.testing.assert_allclose(t.values["half"], 50.0)                  # platt rows only
     assert (t.n_units == 20).all().all()                                # 2 tasks x 2 cal x 5 seeds
-    for col, k in (("cover", 20), ("miss", 0), ("half", 10)):
-        lo, hi = clopper_pearson(k, 20)
+    for col, k in (("cover", 20), ("miss", 0), ("half", 10)):   # same share in every seed
+        lo, hi = korn_graubard(k, 20, clusters=5)
         np.testing.assert_allclose(t.lo[col], 100 * lo, rtol=1e-6)
         np.testing.assert_allclose(t.hi[col], 100 * hi, rtol=1e-6)
     assert "90%" in t.full_caption() and t.ranks is None
-    assert "| 100 | 100.0 [83.2, 100.0] | 0.0 [0.0, 16.8] | 50.0 [27.2, 72.8] |" in t.to_markdown()
+    assert "5 independent clusters (seed)" in t.full_caption()
     conf = build(spec_named("coverage_confidence"), {"scores": f}, "isotonic")
     assert (conf.n_units == 10).all().all()
 
@@ -83,3 +94,36 @@ def test_synthetic_coverage():
     t = build(spec_named("synthetic_coverage"), {"synthetic": syn}, "exact")
     np.testing.assert_allclose(t.values.loc[1000].to_numpy(), [100.0, 0.0])
     assert (t.n_units == 24).all().all()
+
+
+def test_cluster_interval_covers_where_clopper_pearson_does_not():
+    """Rows correlated within clusters (each cluster's coverage probability drawn
+    from a beta law with mean 0.85, intra-cluster correlation 0.2): the
+    Clopper-Pearson interval over all rows as if independent misses the mean
+    far more often than 5 %; Korn-Graubard over the clusters holds it."""
+    from fitontest.report.stats import cluster_binomial_interval
+
+    rng = np.random.default_rng(3)
+    p, rho, k, m, reps = 0.85, 0.2, 6, 18, 400
+    a = p * (1 - rho) / rho
+    hit_cp = hit_kg = 0
+    for _ in range(reps):
+        hits = rng.binomial(m, rng.beta(a, a * (1 - p) / p, k))
+        lo, hi = clopper_pearson(hits.sum(), k * m)
+        hit_cp += lo <= p <= hi
+        lo, hi = cluster_binomial_interval(hits, np.full(k, m))
+        hit_kg += lo <= p <= hi
+    assert hit_cp / reps < 0.80
+    assert hit_kg / reps >= 0.93
+
+
+def test_cluster_interval_matches_clopper_pearson_for_independent_rows():
+    """One row per cluster and many clusters: the design effect is about 1 and
+    the t quantile about z, so the interval is about Clopper-Pearson's."""
+    from fitontest.report.stats import cluster_binomial_interval
+
+    y = (np.random.default_rng(0).random(2000) < 0.9).astype(int)
+    got = cluster_binomial_interval(y, np.ones(y.size))
+    want = clopper_pearson(int(y.sum()), y.size)
+    np.testing.assert_allclose(got, want, atol=0.004)
+    assert np.isnan(cluster_binomial_interval([3], [4])).all()      # one cluster: no interval

@@ -5,19 +5,22 @@ Score rows that carry a CE interval (columns ``ce_lo``, ``ce_hi``,
 table) are covered when ``ce_lo <= true_ce_pop <= ce_hi``: the population
 true CE the interval targets (pseudo-real: over the whole hold-out under the
 row's truth; synthetic: the exact CE level). A cell is the share of covered
-rows (%) with a Clopper-Pearson 95 % interval of that share
-(scipy.stats.binomtest); the nominal level is in the caption. Rows of one
-seed share data, so this binomial interval treats them as independent and is
-optimistic when they are not. Evaluators without intervals are left out.
+rows (%) with a 95 % interval of that share; the nominal level is in the
+caption. Rows of one seed share the test images, so they are not independent
+draws: the interval is Korn and Graubard's (:func:`.stats.cluster_binomial_interval`)
+over the policy's independent clusters (:mod:`.policy`: the seeds), a
+Clopper-Pearson interval at the effective number of rows that the clusters'
+spread allows. Evaluators without intervals are left out.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from . import policy
 from .aggregate import aggregate
 from .frames import order
-from .stats import binomial_intervals
+from .stats import cluster_binomial_interval
 from .table import Table
 
 COVERAGE_COLUMNS = ("ce_lo", "ce_hi", "ci_level", "true_ce_pop")
@@ -44,17 +47,26 @@ def coverage_table(frame: pd.DataFrame, spec, truth: str | None, *,
     if f.empty:
         return None
     rows = list(spec.rows)
+    clusters = list(spec.inf.clusters)
     k = aggregate(f, "_covered", rows, columns=spec.columns, column_order=cols)
-    g = f.groupby(rows + [spec.columns], sort=False)["_covered"]
-    n = (g.size().unstack(spec.columns).reindex(index=k.index, columns=cols)
-         .fillna(0).astype(int))
-    hits = (k * n).round().fillna(0).astype(int)
-    lo, hi = (pd.DataFrame(b, index=k.index, columns=k.columns)
-              for b in binomial_intervals(hits.to_numpy(), n.to_numpy(), level))
+    per = f.groupby(rows + [spec.columns] + clusters, sort=False)["_covered"].agg(["sum", "size"])
+    n = (per["size"].groupby(level=list(range(len(rows) + 1))).sum().unstack(spec.columns)
+         .reindex(index=k.index, columns=cols).fillna(0).astype(int))
+    lo, hi = (pd.DataFrame(np.nan, index=k.index, columns=cols) for _ in range(2))
+    for key, g in per.groupby(level=list(range(len(rows) + 1)), sort=False):
+        *row, col = key
+        at = row[0] if len(row) == 1 else tuple(row)
+        lo.at[at, col], hi.at[at, col] = cluster_binomial_interval(g["sum"], g["size"], level)
+    n_clusters = per.groupby(level=list(range(len(rows) + 1))).size()
+    a, b = int(n_clusters.min()), int(n_clusters.max())
     nominal = sorted(pd.to_numeric(f["ci_level"], errors="coerce").dropna().unique())
     notes = [f"Nominal level: {', '.join(f'{v:.0%}' for v in nominal)}. "
-             f"Cells: coverage [Clopper-Pearson {level:.0%} interval] over n_units rows "
-             f"(rows sharing a seed are treated as independent)."]
+             f"Cells: coverage [Korn-Graubard {level:.0%} interval] over n_units rows in "
+             f"{a if a == b else f'{a}-{b}'} independent cluster{'s' if b > 1 else ''} "
+             f"{policy.words(clusters)}: the Clopper-Pearson interval at the effective number "
+             f"of rows that the spread of the clusters' coverage allows (k - 1 degrees of "
+             f"freedom; no interval with fewer than 2 clusters); population: "
+             f"{spec.inf.population}."]
     if truth:
         notes.append(f"Truth: {truth}.")
     false = pd.DataFrame(False, index=k.index, columns=cols)

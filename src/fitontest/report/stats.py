@@ -217,23 +217,34 @@ def nemenyi(wide: pd.DataFrame) -> pd.DataFrame:
         .set_axis(w.columns, axis=0).set_axis(w.columns, axis=1)
 
 
-def binomial_intervals(k, n, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """Clopper-Pearson intervals of k / n, vectorised (beta quantiles, the same
-    bounds as scipy.stats.binomtest(...).proportion_ci(method="exact"));
-    NaN where n == 0."""
-    k = np.asarray(k, dtype=np.float64)
-    n = np.asarray(n, dtype=np.float64)
-    a = (1 - level) / 2
-    with np.errstate(all="ignore"):
-        lo = np.where(k > 0, stats.beta.ppf(a, k, n - k + 1), 0.0)
-        hi = np.where(k < n, stats.beta.ppf(1 - a, k + 1, n - k), 1.0)
-    bad = n <= 0
-    return np.where(bad, np.nan, lo), np.where(bad, np.nan, hi)
+def cluster_binomial_interval(hits, sizes, level: float = 0.95) -> tuple[float, float]:
+    """Korn-Graubard interval of a proportion from clustered 0/1 rows: ``hits``
+    and ``sizes`` per independent cluster (rows of one cluster may be
+    correlated).
 
-
-def binomial_interval(k, n, level: float = 0.95) -> tuple[float, float]:
-    """Clopper-Pearson interval of a proportion k / n (NaN when n == 0)."""
-    if int(n) == 0:
+    The design-based variance of the share (the ratio estimator over the k
+    clusters, k / (k - 1) sum_c (hits_c - p size_c)^2 / N^2) gives the design
+    effect d = var / (p (1 - p) / N), floored at 1 (rows of one cluster share
+    data, so they are never less variable than independent ones); the
+    Clopper-Pearson interval is then taken at the effective sample size
+    N / d, shrunk by (z / t_{k-1})^2 for the k - 1 degrees of freedom of that
+    variance (Korn & Graubard 1998; R survey's ``svyciprop(method="beta")``).
+    Exact at d = 1 and k large; NaN with fewer than two clusters.
+    """
+    h = np.asarray(hits, dtype=np.float64).ravel()
+    m = np.asarray(sizes, dtype=np.float64).ravel()
+    keep = m > 0
+    h, m = h[keep], m[keep]
+    k, n = h.size, m.sum()
+    if k < 2:
         return float("nan"), float("nan")
-    ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=level, method="exact")
-    return float(ci.low), float(ci.high)
+    p = h.sum() / n
+    var = k / (k - 1) * np.sum((h - p * m) ** 2) / n ** 2
+    binom = p * (1 - p) / n
+    deff = max(var / binom, 1.0) if binom > 0 else 1.0
+    a = 1 - level
+    n_eff = n / deff * (stats.norm.ppf(a / 2) / stats.t.ppf(a / 2, k - 1)) ** 2
+    x = p * n_eff
+    lo = stats.beta.ppf(a / 2, x, n_eff - x + 1) if x > 0 else 0.0
+    hi = stats.beta.ppf(1 - a / 2, x + 1, n_eff - x) if x < n_eff else 1.0
+    return float(lo), float(hi)
