@@ -6,8 +6,8 @@ table) are covered when ``ce_lo <= true_ce_pop <= ce_hi``: the population
 true CE the interval targets (pseudo-real: over the whole hold-out under the
 row's truth; synthetic: the exact CE level). A cell is the share of covered
 rows (%) with a 95 % interval of that share; the nominal level is in the
-caption. Rows of one seed share the test images, so they are not independent
-draws: the interval is Korn and Graubard's (:func:`.stats.cluster_binomial_interval`)
+caption. Rows of one seed share data (pseudo-real: the test images;
+synthetic: the draws of c and y), so they are not independent draws: the interval is Korn and Graubard's (:func:`.stats.cluster_binomial_interval`)
 over the policy's independent clusters (:mod:`.policy`: the seeds), a
 Clopper-Pearson interval at the effective number of rows that the clusters'
 spread allows. Evaluators without intervals are left out.

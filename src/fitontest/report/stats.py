@@ -229,7 +229,8 @@ def cluster_binomial_interval(hits, sizes, level: float = 0.95) -> tuple[float, 
     Clopper-Pearson interval is then taken at the effective sample size
     N / d, shrunk by (z / t_{k-1})^2 for the k - 1 degrees of freedom of that
     variance (Korn & Graubard 1998; R survey's ``svyciprop(method="beta")``).
-    Exact at d = 1 and k large; NaN with fewer than two clusters.
+    Clopper-Pearson's own interval when d = 1 and the clusters are many; NaN with
+    fewer than two clusters.
     """
     h = np.asarray(hits, dtype=np.float64).ravel()
     m = np.asarray(sizes, dtype=np.float64).ravel()
