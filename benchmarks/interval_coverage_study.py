@@ -94,7 +94,8 @@ def run_chunk(task):
         s, y = s_all[i], (rng.random(n) < c_all[i]).astype(np.int8)
         for name in fams:
             fam = families.get(name).fit(s, y)
-            for p, truth in ((p, (ce1, ce2)[p - 1]) for p in ps):
+            for p in ps:
+                truth = (ce1, ce2)[p - 1]
                 for label, lo, hi, _ in inverted_rows(fam, s, y, p, n_boot, [seed, 7], level,
                                                       scales):
                     out.append((mapping, "/".join(key), kind, name, p, label, n, ce1,
