@@ -98,3 +98,53 @@ def test_subset_indices_errors_name_the_sizes():
         S.subset_indices(10_000, [1000, 1000], seeds=[0])
     with pytest.raises(ValueError, match="positive"):
         S.subset_indices(10_000, [0], seeds=[0])
+
+
+UNITS = [("resnet", "car"), ("resnet", "cat"), ("densenet", "car")]
+
+
+def test_independent_design_draws_per_network_and_task():
+    """Two (network, task) pairs of one seed get different subsets; each is the
+    documented permutation of its names' CRC-32 seeds, so the calibrators of one
+    (network, task) — which read the same file — share theirs."""
+    import zlib
+
+    subs = S.design_subsets("independent", 20_000, [1000, 3000], [0, 1], UNITS)
+    a, b, c = (subs[u] for u in UNITS)
+    for key in a:
+        assert not np.array_equal(a[key], b[key]) and not np.array_equal(a[key], c[key])
+    perm = np.random.default_rng([1, 1234, zlib.crc32(b"resnet"), zlib.crc32(b"cat")]) \
+        .permutation(20_000)
+    np.testing.assert_array_equal(b[(1000, 1)], perm[:1000])
+    np.testing.assert_array_equal(b[(3000, 1)], perm[1000:4000])
+    # adding a network leaves the others' subsets as they were
+    more = S.design_subsets("independent", 20_000, [1000, 3000], [0, 1],
+                            UNITS + [("wrn", "car")])
+    np.testing.assert_array_equal(more[("resnet", "cat")][(3000, 0)], b[(3000, 0)])
+    # overlap between two units' subsets is what independent draws give (~ n^2 / N)
+    shared = np.intersect1d(a[(3000, 0)], b[(3000, 0)]).size
+    assert 200 < shared < 700
+
+
+def test_paper_design_reproduces_the_shared_subsets_byte_for_byte(tmp_path):
+    """variant paper: every (network, task) gets the one permutation per seed of
+    the authors' design (docs/methods.md §6.2), written as the same bytes (every
+    member of the npz; the zip headers carry the time of writing)."""
+    import zipfile
+
+    from fitontest.core.io import save_subsets
+
+    def members(path):
+        with zipfile.ZipFile(path) as z:
+            return {n: z.read(n) for n in z.namelist()}
+
+    subs = S.design_subsets("paper", 20_000, [1000, 3000], [0, 1, 2], UNITS)
+    old = S.subset_indices(20_000, [1000, 3000], [0, 1, 2])
+    perm = np.random.default_rng([2, 1234]).permutation(20_000)
+    np.testing.assert_array_equal(old[(3000, 2)], perm[1000:4000])
+    save_subsets(tmp_path / "old.npz", old)
+    for i, u in enumerate(UNITS):
+        save_subsets(tmp_path / f"{i}.npz", subs[u])
+        assert members(tmp_path / f"{i}.npz") == members(tmp_path / "old.npz")
+    with pytest.raises(ValueError, match="unknown test-subset design 'shared'"):
+        S.design_subsets("shared", 20_000, [1000], [0], UNITS)

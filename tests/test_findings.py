@@ -40,19 +40,19 @@ def claim(check, params, frame="scores", measure="cmee", **extra) -> F.Claim:
                               "measure": measure, "check": check, "params": params, **extra})
 
 
-def run(c, markers=None, **frames) -> dict:
-    out = F.evaluate_claims([c], markers=markers, **frames)
+def run(c, orders=None, **frames) -> dict:
+    out = F.evaluate_claims([c], orders=orders, **frames)
     assert len(out) == 1
     return out.iloc[0].to_dict()
 
 
-def within(tol):
-    """Stand-in for the significance marker: 'not significantly worse' = mean within tol."""
-    def markers(wide, *, lower_is_better=True, alpha=0.05):
-        m = wide.mean()
-        gap = (m - m.min()) if lower_is_better else (m.max() - m)
-        return gap <= tol
-    return markers
+def apart(tol):
+    """Stand-in for the pairwise test: 'significantly better' = mean better by more than tol."""
+    def orders(wide, *, lower_is_better=True, alpha=0.05):
+        m = wide.mean().to_numpy()
+        d = m[None, :] - m[:, None] if lower_is_better else m[:, None] - m[None, :]
+        return pd.DataFrame(d > tol, index=wide.columns, columns=wide.columns)
+    return orders
 
 
 # ---------------------------------------------------------------------------
@@ -116,15 +116,15 @@ def test_duplicate_ids_in_a_claims_file_are_rejected(tmp_path):
 def test_best_holds_fails_and_is_not_testable():
     s = scores({"pl_ce": 0.010, "beta": 0.020, "ece_es15": 0.030})
     r = run(claim("best", {"method": "pl_ce"}), scores=s)
-    assert r["status"] == F.HOLDS and "pl_ce rank 1 of 3" in r["evidence"]
+    assert r["point"] == F.HOLDS and "pl_ce rank 1 of 3" in r["evidence"]
     assert "pl_ce 10" in r["evidence"]          # shown x 1000
-    assert r["significance"] == "n/a"
-    assert run(claim("best", {"method": "beta"}), scores=s)["status"] == F.FAILS
+    assert r["status"] == F.UNDECIDED and r["significance"].startswith("not distinguishable (1 ")
+    assert run(claim("best", {"method": "beta"}), scores=s)["point"] == F.FAILS
     r = run(claim("best", {"method": "pl3_ce"}), scores=s)
     assert r["status"] == F.NOT_TESTABLE and "pl3_ce not in this run" in r["evidence"]
     # a tie for first is first, and says so
     r = run(claim("best", {"method": "beta"}), scores=s.assign(cmee=0.01))
-    assert r["status"] == F.HOLDS and "beta rank 1 (tied with pl_ce, ece_es15)" in r["evidence"]
+    assert r["point"] == F.HOLDS and "beta rank 1 (tied with pl_ce, ece_es15)" in r["evidence"]
     r = run(claim("best", {"method": "pl_ce"}), scores=scores({"pl_ce": 0.01}))
     assert r["status"] == F.NOT_TESTABLE and "only 1 evaluator" in r["evidence"]
 
@@ -135,37 +135,28 @@ def test_best_uses_the_plain_mean_over_rows_and_the_main_truth():
               "beta": lambda size, **k: 0.04 if size == 1000 else 0.04}
     s = scores(values, size=[1000, 3000])
     assert np.mean([0.01, 0.05]) < np.mean([0.04, 0.04])
-    assert run(claim("best", {"method": "beta"}), scores=s)["status"] == F.FAILS
+    assert run(claim("best", {"method": "beta"}), scores=s)["point"] == F.FAILS
     # a second truth where beta wins is ignored when isotonic (the main truth) is present
     other = scores({"pl_ce": 0.9, "beta": 0.0}).assign(truth="posterior")
     r = run(claim("best", {"method": "pl_ce"}), scores=pd.concat([s, other]))
-    assert r["status"] == F.HOLDS and r["truth"] == "isotonic"
+    assert r["point"] == F.HOLDS and r["truth"] == "isotonic"
 
 
-def test_best_significance_with_a_marker_function():
+def test_best_verdict_from_the_pairwise_orders():
     s = scores({"pl_ce": lambda seed, **k: 0.010 + 0.001 * seed,
                 "pl3_ce": lambda seed, **k: 0.012 + 0.001 * seed,
                 "beta": lambda seed, **k: 0.050}, seed=[0, 1, 2])
     c = claim("best", {"method": "pl_ce"})
-    r = run(c, markers=within(0.001), scores=s)
-    assert r["status"] == F.HOLDS and r["significance"].startswith("significantly best")
+    r = run(c, orders=apart(0.001), scores=s)
+    assert r["status"] == F.SUPPORTED and r["point"] == F.HOLDS
+    assert r["significance"].startswith("supported: simultaneous rank bounds pl_ce rank 1 of 3")
     assert "3 independent (seed) clusters" in r["significance"]
-    r = run(c, markers=within(0.005), scores=s)
-    assert r["significance"].startswith("tied: pl3_ce not significantly worse")
-    r = run(claim("best", {"method": "beta"}), markers=within(0.005), scores=s)
-    assert r["status"] == F.FAILS
-    assert r["significance"].startswith("significantly worse than pl_ce (")
-    r = run(claim("best", {"method": "pl3_ce"}), markers=within(0.005), scores=s)
-    assert r["status"] == F.FAILS
-    assert r["significance"].startswith("not significantly worse than pl_ce")
-
-
-def test_a_marker_function_that_refuses_gives_na_with_its_reason():
-    def refuse(wide, **kw):
-        raise ValueError("needs 5 units")
-    s = scores({"pl_ce": 0.01, "beta": 0.02}, seed=[0, 1, 2])
-    r = run(claim("best", {"method": "pl_ce"}), markers=refuse, scores=s)
-    assert r["status"] == F.HOLDS and r["significance"] == "n/a (needs 5 units)"
+    r = run(c, orders=apart(0.005), scores=s)          # pl3_ce not told apart from pl_ce
+    assert r["status"] == F.UNDECIDED and "pl_ce rank 1–2" in r["significance"]
+    r = run(claim("best", {"method": "beta"}), orders=apart(0.005), scores=s)
+    assert r["status"] == F.CONTRADICTED and r["point"] == F.FAILS
+    r = run(claim("best", {"method": "pl3_ce"}), orders=apart(0.005), scores=s)
+    assert r["status"] == F.UNDECIDED and r["point"] == F.FAILS
 
 
 def test_too_few_independent_clusters_are_not_distinguishable():
@@ -173,8 +164,8 @@ def test_too_few_independent_clusters_are_not_distinguishable():
     they hold: the verdict says so instead of marking."""
     s = scores({"pl_ce": 0.01, "beta": 0.02}, seed=[0, 1], arch=["a", "b", "c"],
                task=["car", "cat"], size=[100, 1000])
-    r = run(claim("best", {"method": "pl_ce"}), markers=within(0.001), scores=s)
-    assert r["status"] == F.HOLDS
+    r = run(claim("best", {"method": "pl_ce"}), orders=apart(0.001), scores=s)
+    assert r["point"] == F.HOLDS and r["status"] == F.UNDECIDED
     assert r["significance"].startswith("not distinguishable (2 independent (seed) cluster")
 
 
@@ -186,12 +177,12 @@ def test_findings_use_the_tables_units_and_clusters():
 
     def spy(wide, **kw):
         seen.append(wide.copy())
-        return pd.Series(True, index=wide.columns)
+        return pd.DataFrame(False, index=wide.columns, columns=wide.columns)
     v = {"pl_ce": lambda seed, arch, size, **k: 0.01 + 0.001 * seed + (arch == "b") * 0.002
          + (size == 100) * 0.001, "beta": 0.02}
     s = scores(v, seed=[0, 1, 2], arch=["a", "b"], size=[100, 1000])
-    r = run(claim("best", {"method": "pl_ce"}), markers=spy, scores=s)
-    assert r["status"] == F.HOLDS and len(seen) == 1
+    r = run(claim("best", {"method": "pl_ce"}), orders=spy, scores=s)
+    assert r["point"] == F.HOLDS and len(seen) == 1
     assert list(seen[0].index) == [0, 1, 2]
     np.testing.assert_allclose(seen[0]["pl_ce"], 0.0115 + 0.001 * np.arange(3))
     table = build(spec_named("table3_cmee_overall"), {"scores": s}, "isotonic")
@@ -208,10 +199,10 @@ def test_in_top_k_on_calibrators():
     c = claim("in_top_k", {"methods": ["beta", "pl_ce", "pl3_ce"], "k": 3},
               frame="calibrators", measure="ceac")
     r = run(c, calibrators=cal)
-    assert r["status"] == F.HOLDS and "beta rank 3" in r["evidence"]
+    assert r["point"] == F.HOLDS and "beta rank 3" in r["evidence"]
     c2 = claim("in_top_k", {"methods": ["beta", "isotonic"], "k": 3}, frame="calibrators",
                measure="ceac")
-    assert run(c2, calibrators=cal)["status"] == F.FAILS
+    assert run(c2, calibrators=cal)["point"] == F.FAILS
     small = calibrators({"beta": 0.02, "pl_ce": 0.01, "pl3_ce": 0.015})
     r = run(c, calibrators=small)
     assert r["status"] == F.NOT_TESTABLE and "top 3 holds them all" in r["evidence"]
@@ -221,9 +212,9 @@ def test_filter_on_kind_selects_binary_calibrators():
     cal = pd.concat([calibrators({"pl3_ce": 0.02, "beta": 0.03}, measure="cmee"),
                      calibrators({"temps": 0.001}, measure="cmee", kind="multiclass")])
     c = claim("best", {"method": "pl3_ce"}, frame="calibrators", filter={"kind": "binary"})
-    assert run(c, calibrators=cal)["status"] == F.HOLDS
+    assert run(c, calibrators=cal)["point"] == F.HOLDS
     c = claim("best", {"method": "pl3_ce"}, frame="calibrators")
-    assert run(c, calibrators=cal)["status"] == F.FAILS
+    assert run(c, calibrators=cal)["point"] == F.FAILS
 
 
 def test_filters_by_value_list_and_threshold():
@@ -238,7 +229,7 @@ def test_filters_by_value_list_and_threshold():
              ({"size": {"not": 1000}}, F.FAILS)]
     for filt, want in cases:
         c = claim(**beta, filter=filt)
-        assert run(c, scores=s)["status"] == want, filt
+        assert run(c, scores=s)["point"] == want, filt
     c = claim(**beta, filter={"size": {"above": 500}, "seed": 0})
     assert "size > 500; seed = 0" in c.precise()
     r = run(claim(**beta, filter={"size": 10}), scores=s)
@@ -248,9 +239,9 @@ def test_filters_by_value_list_and_threshold():
 def test_ahead_of():
     s = scores({"ece_es_cv": 0.02, "ece_es_sweep": 0.025, "ece_es15": 0.03, "beta": 0.01})
     c = claim("ahead_of", {"ahead": ["ece_es_cv", "ece_es_sweep"], "behind": ["ece_es15"]})
-    assert run(c, scores=s)["status"] == F.HOLDS
+    assert run(c, scores=s)["point"] == F.HOLDS
     c = claim("ahead_of", {"ahead": ["ece_es_cv", "ece_es15"], "behind": ["ece_es_sweep"]})
-    assert run(c, scores=s)["status"] == F.FAILS
+    assert run(c, scores=s)["point"] == F.FAILS
     c = claim("ahead_of", {"ahead": ["ece_es_cv"], "behind": ["ece_ew15"]})
     assert run(c, scores=s)["status"] == F.NOT_TESTABLE
 
@@ -258,19 +249,24 @@ def test_ahead_of():
 def test_ahead_of_counts_significant_pairs():
     s = scores({"a": 0.010, "b": 0.0105, "c": 0.030}, seed=[0, 1, 2])
     c = claim("ahead_of", {"ahead": ["a", "b"], "behind": ["c"]})
-    r = run(c, markers=within(0.005), scores=s)
-    assert r["status"] == F.HOLDS and r["significance"].startswith("ahead significantly in 2 of 2")
-    r = run(c, markers=within(0.05), scores=s)
-    assert r["significance"].startswith("ahead significantly in 0 of 2")
+    r = run(c, orders=apart(0.005), scores=s)
+    assert r["status"] == F.SUPPORTED
+    assert r["significance"].startswith("supported: ahead significantly in 2 of 2")
+    r = run(c, orders=apart(0.05), scores=s)
+    assert r["status"] == F.UNDECIDED
+    assert r["significance"].startswith("not distinguishable: ahead significantly in 0 of 2")
+    r = run(claim("ahead_of", {"ahead": ["c"], "behind": ["a", "b"]}), orders=apart(0.005),
+            scores=s)
+    assert r["status"] == F.CONTRADICTED and "behind significantly in 2" in r["significance"]
 
 
 def test_in_bottom_fraction():
     s = scores({f"e{i}": 0.01 * i for i in range(1, 7)})        # e6 worst, e1 best
     # bottom third of 6 = ranks 5 and 6
     assert run(claim("in_bottom_fraction", {"method": "e5", "fraction": 1 / 3}),
-               scores=s)["status"] == F.HOLDS
+               scores=s)["point"] == F.HOLDS
     r = run(claim("in_bottom_fraction", {"method": "e4", "fraction": 1 / 3}), scores=s)
-    assert r["status"] == F.FAILS and "bottom 2 = ranks 5–6: e5, e6" in r["evidence"]
+    assert r["point"] == F.FAILS and "bottom 2 = ranks 5–6: e5, e6" in r["evidence"]
     r = run(claim("in_bottom_fraction", {"method": "e1", "fraction": 1 / 3}),
             scores=scores({"e1": 0.1, "e2": 0.2}))
     assert r["status"] == F.NOT_TESTABLE
@@ -310,15 +306,15 @@ def test_spearman_claims_match_scipy():
     best = claim("best", {"method": "iso"}, measure="spearman",
                  filter={"task": {"not": "confidence"}})
     r = run(best, scores=s)
-    assert r["status"] == F.HOLDS and "mix 0.8" in r["evidence"] and "rev -1" in r["evidence"]
+    assert r["point"] == F.HOLDS and "mix 0.8" in r["evidence"] and "rev -1" in r["evidence"]
     above = claim("above_threshold", {"method": "mix", "threshold": 0.75}, measure="spearman",
                   filter={"task": "confidence"})
-    assert run(above, scores=s)["status"] == F.HOLDS
+    assert run(above, scores=s)["point"] == F.HOLDS
     above = claim("above_threshold", {"method": "mix", "threshold": 0.85}, measure="spearman")
-    assert run(above, scores=s)["status"] == F.FAILS
+    assert run(above, scores=s)["point"] == F.FAILS
     # fewer than two of the ranked calibrators present: every calibrator present is used
     r = F.evaluate_claims([best], scores=s, ranked_calibrators=["beta", "platt"]).iloc[0]
-    assert r["status"] == F.HOLDS
+    assert r["point"] == F.HOLDS
     none = claim("best", {"method": "iso"}, measure="spearman", filter={"task": "dog"})
     assert run(none, scores=s)["status"] == F.NOT_TESTABLE
 
@@ -335,10 +331,10 @@ def test_synthetic_spearman_is_across_ce_levels():
     c = claim("above_threshold", {"method": "es", "threshold": 0.5}, frame="synthetic",
               measure="spearman")
     r = run(c, synthetic=syn)
-    assert r["status"] == F.HOLDS and r["truth"] == "exact"
+    assert r["point"] == F.HOLDS and r["truth"] == "exact"
     assert f"{spearmanr(est['es'], levels)[0]:.4g}" in r["evidence"]
     c = claim("best", {"method": "iso"}, frame="synthetic", measure="spearman")
-    assert run(c, synthetic=syn)["status"] == F.HOLDS
+    assert run(c, synthetic=syn)["point"] == F.HOLDS
 
 
 def test_quantile_filter_splits_far_from_and_near_calibrated():
@@ -352,10 +348,10 @@ def test_quantile_filter_splits_far_from_and_near_calibrated():
     s["true_ce"] = s["calibrator"].map(tce)
     far = claim("best", {"method": "pl3_ce"}, filter={"true_ce": {"quantile_above": 2 / 3}})
     near = claim("best", {"method": "pl_ce"}, filter={"true_ce": {"quantile_below": 1 / 3}})
-    assert run(far, scores=s)["status"] == F.HOLDS
-    assert run(near, scores=s)["status"] == F.HOLDS
+    assert run(far, scores=s)["point"] == F.HOLDS
+    assert run(near, scores=s)["point"] == F.HOLDS
     # unfiltered, PL loses: mean 0.03 against PL3's 0.025
-    assert run(claim("best", {"method": "pl_ce"}), scores=s)["status"] == F.FAILS
+    assert run(claim("best", {"method": "pl_ce"}), scores=s)["point"] == F.FAILS
 
 
 # ---------------------------------------------------------------------------
@@ -375,14 +371,14 @@ def test_rank_at_most_in_majority():
     c = claim("rank_at_most_in_majority", {"method": "pl_ce", "rank": 1},
               by=[["arch"], ["size"]])
     r = run(c, scores=s)
-    assert r["status"] == F.HOLDS and "rank ≤ 1 in 2 of 3 rows" in r["evidence"]
+    assert r["point"] == F.HOLDS and "rank ≤ 1 in 2 of 3 rows" in r["evidence"]
     assert "size=3000: 2" in r["evidence"]
     assert "left out: arch" in r["evidence"]
     c = claim("rank_at_most_in_majority", {"method": "pl3_ce", "rank": 2}, by=[["size"]])
-    assert run(c, scores=s)["status"] == F.FAILS          # 1 of 3
+    assert run(c, scores=s)["point"] == F.FAILS          # 1 of 3
     c = claim("rank_at_most_in_majority", {"method": "pl_ce", "rank": 1, "share": "all"},
               by=[["size"]])
-    assert run(c, scores=s)["status"] == F.FAILS
+    assert run(c, scores=s)["point"] == F.FAILS
     one = scores({"pl_ce": 0.01, "beta": 0.02})
     c = claim("rank_at_most_in_majority", {"method": "pl_ce", "rank": 1},
               by=[["arch"], ["size"], ["task"]])
@@ -394,10 +390,10 @@ def test_half_is_not_a_majority():
     ranked = {300: ["pl_ce", "beta"], 1000: ["beta", "pl_ce"]}
     s = scores({e: by_size(ranked) for e in ["pl_ce", "beta"]}, size=[300, 1000])
     c = claim("rank_at_most_in_majority", {"method": "pl_ce", "rank": 1}, by=[["size"]])
-    assert run(c, scores=s)["status"] == F.FAILS
+    assert run(c, scores=s)["point"] == F.FAILS
     c = claim("rank_at_most_in_majority", {"method": "pl_ce", "rank": 1, "share": 0.5},
               by=[["size"]])
-    assert run(c, scores=s)["status"] == F.HOLDS
+    assert run(c, scores=s)["point"] == F.HOLDS
 
 
 def test_rank_trend():
@@ -406,13 +402,13 @@ def test_rank_trend():
     s = scores({e: by_size(ranked) for e in ["pl_ce", "beta", "isotonic"]},
                size=[3000, 300, 1000])          # row order must not matter: sizes are sorted
     r = run(claim("rank_trend", {"method": "beta"}), scores=s)
-    assert r["status"] == F.HOLDS and "300: 1, 1000: 2, 3000: 3" in r["evidence"]
-    assert run(claim("rank_trend", {"method": "isotonic"}), scores=s)["status"] == F.FAILS
+    assert r["point"] == F.HOLDS and "300: 1, 1000: 2, 3000: 3" in r["evidence"]
+    assert run(claim("rank_trend", {"method": "isotonic"}), scores=s)["point"] == F.FAILS
     assert run(claim("rank_trend", {"method": "isotonic", "direction": "better"}),
-               scores=s)["status"] == F.HOLDS
+               scores=s)["point"] == F.HOLDS
     flat = {k: ["pl_ce", "beta", "isotonic"] for k in ranked}
     s2 = scores({e: by_size(flat) for e in ["pl_ce", "beta", "isotonic"]}, size=[300, 1000])
-    assert run(claim("rank_trend", {"method": "beta"}), scores=s2)["status"] == F.FAILS
+    assert run(claim("rank_trend", {"method": "beta"}), scores=s2)["point"] == F.FAILS
     r = run(claim("rank_trend", {"method": "beta"}),
             scores=scores({"beta": 0.1, "pl_ce": 0.2}))
     assert r["status"] == F.NOT_TESTABLE and "a single size" in r["evidence"]
@@ -433,11 +429,94 @@ def test_report_lists_every_claim_and_round_trips(tmp_path):
         assert f"`{c.id}`" in md
     back = pd.read_csv(tmp_path / "findings.csv", keep_default_na=False)
     assert list(back["id"]) == [c.id for c in claims]
-    assert set(back["status"]) <= {F.HOLDS, F.FAILS, F.NOT_TESTABLE}
+    assert set(back["status"]) <= {F.SUPPORTED, F.CONTRADICTED, F.UNDECIDED, F.NOT_TESTABLE}
+    point = back.set_index("id")["point"]
+    assert point["t3_pl_best"] == F.HOLDS
+    assert point["t3_es_cv_sweep_ahead_of_es15"] == F.HOLDS
+    assert point["t3_spline_among_worst"] == F.HOLDS
     status = back.set_index("id")["status"]
-    assert status["t3_pl_best"] == F.HOLDS
-    assert status["t3_es_cv_sweep_ahead_of_es15"] == F.HOLDS
-    assert status["t3_spline_among_worst"] == F.HOLDS
     assert status["t2_pl3_best_ceac"] == F.NOT_TESTABLE       # no calibrator frame
-    n_holds = (back["status"] == F.HOLDS).sum()
-    assert f"**{n_holds} hold**" in md
+    # one row per seed: no test, so nothing is a verdict
+    assert status[point != ""].eq(F.UNDECIDED).all()
+    assert f"**0 supported**, **0 contradicted**, {(status == F.UNDECIDED).sum()} not " in md
+
+
+# ---------------------------------------------------------------------------
+# three outcomes with the policy's own tests, under the independent design
+
+
+def noisy_scores(effects: dict, noise: float = 0.002, seed: int = 0) -> pd.DataFrame:
+    """Independent (model, task, seed) draws: CMEE = 0.02 + effect + noise per row."""
+    rng = np.random.default_rng(seed)
+    s = scores({e: (lambda eff: lambda **k: 0.02 + eff + rng.normal(0, noise))(v)
+                for e, v in effects.items()},
+               arch=["a", "b", "c"], task=["car", "cat", "dog"], seed=[0, 1, 2])
+    return s.assign(subsets="independent")
+
+
+@pytest.mark.parametrize("effects, want", [
+    ({"pl_ce": -0.005, "beta": 0.0, "ece_es15": 0.001}, F.SUPPORTED),      # planted, significant
+    ({"pl_ce": 0.005, "beta": 0.0, "ece_es15": 0.001}, F.CONTRADICTED),    # reversed
+    ({"pl_ce": 0.0, "beta": 0.0, "ece_es15": 0.0}, F.UNDECIDED),           # pure noise
+])
+def test_three_outcomes_from_the_policys_tests(effects, want):
+    r = run(claim("best", {"method": "pl_ce"}), scores=noisy_scores(effects))
+    assert r["status"] == want, r["significance"]
+    assert "27 independent (model, task, seed) clusters" in r["significance"]
+
+
+def test_pure_noise_is_rarely_called_either_way():
+    """Over 40 noise frames the verdict is 'not distinguishable' in nearly all:
+    a 'supported' or 'contradicted' on noise is a false verdict."""
+    calls = [run(claim("ahead_of", {"ahead": ["a"], "behind": ["b"]}),
+                 scores=noisy_scores({"a": 0.0, "b": 0.0, "c": 0.0}, seed=i))["status"]
+             for i in range(40)]
+    assert calls.count(F.UNDECIDED) >= 36, calls
+
+
+def test_headline_counts_the_three_outcomes(tmp_path):
+    s = noisy_scores({"pl_ce": -0.005, "beta": 0.0, "ece_es15": 0.001})
+    claims = [claim("best", {"method": "pl_ce"}),
+              F.Claim.from_dict({"id": "d", "paper": "p", "source": "s", "frame": "scores",
+                                 "measure": "cmee", "check": "best",
+                                 "params": {"method": "beta"}}),
+              F.Claim.from_dict({"id": "e", "paper": "p", "source": "s", "frame": "scores",
+                                 "measure": "cmee", "check": "best",
+                                 "params": {"method": "kce"}})]
+    out = F.evaluate_claims(claims, scores=s)
+    assert list(out["status"]) == [F.SUPPORTED, F.CONTRADICTED, F.NOT_TESTABLE]
+    md = F.findings_markdown(out)
+    assert ("3 claims: **1 supported**, **1 contradicted**, 0 not distinguishable, "
+            "1 not testable") in md
+    assert "does not hold" in md          # the point order is shown beside the verdict
+
+
+def test_rank_trend_and_bottom_fraction_verdicts():
+    rng = np.random.default_rng(3)
+    # 'm' is best at size 100 and worst at 1000, clearly; three other methods between
+    v = {"m": lambda size, **k: (0.01 if size == 100 else 0.05) + rng.normal(0, 0.001),
+         **{f"o{i}": (lambda i: lambda **k: 0.02 + 0.005 * i + rng.normal(0, 0.001))(i)
+            for i in range(3)}}
+    s = scores(v, arch=["a", "b", "c"], task=["car", "cat"], seed=[0, 1, 2],
+               size=[100, 1000]).assign(subsets="independent")
+    r = run(claim("rank_trend", {"method": "m", "along": "size", "direction": "worse"}),
+            scores=s)
+    assert r["status"] == F.SUPPORTED and r["point"] == F.HOLDS, r["significance"]
+    r = run(claim("rank_trend", {"method": "m", "along": "size", "direction": "better"}),
+            scores=s)
+    assert r["status"] == F.CONTRADICTED, r["significance"]
+    big = s[s["size"] == 1000]
+    r = run(claim("in_bottom_fraction", {"method": "m", "fraction": 0.25}), scores=big)
+    assert r["status"] == F.SUPPORTED, r["significance"]
+    r = run(claim("in_bottom_fraction", {"method": "o0", "fraction": 0.25}), scores=big)
+    assert r["status"] == F.CONTRADICTED, r["significance"]
+
+
+def test_findings_cluster_by_the_runs_design():
+    """The same rows read under the paper design have 3 (seed) clusters, under the
+    independent design 27 (model, task, seed) clusters."""
+    s = noisy_scores({"pl_ce": -0.005, "beta": 0.0})
+    r = run(claim("best", {"method": "pl_ce"}), scores=s.assign(subsets="paper"))
+    assert "3 independent (seed) clusters" in r["significance"]
+    r = run(claim("best", {"method": "pl_ce"}), scores=s)
+    assert "27 independent (model, task, seed) clusters" in r["significance"]

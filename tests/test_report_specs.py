@@ -32,7 +32,7 @@ def unbalanced():
 def test_a_new_spec_averages_within_units_first():
     """Adding a table = one TableSpec: CMEE overall on the one-vs-rest tasks. With
     every unit its own cluster the cell is the mean of the unit means."""
-    units = policy.INFERENCE["scores"].units
+    units = policy.INFERENCE[("scores", "paper")].units
     spec = TableSpec(name="cmee_ovr_overall", source="scores", measure="cmee", rows=(),
                      where="ovr", caption="CMEE overall (values ×1000).",
                      inference=policy.Inference(units=units, clusters=units, population="x"))
@@ -46,17 +46,33 @@ def test_a_new_spec_averages_within_units_first():
 
 
 def test_the_policy_clusters_units_by_seed():
-    """The default spec uses the policy: units (r1, 0) = 2 and (r2, 0) = 8 share
-    seed 0 -> cluster mean 5; seed 1 has (r1, 1) = 5: two clusters, both 5."""
+    """The default spec uses the policy: a frame without the design column is read
+    as the paper design: units (r1, 0) = 2 and (r2, 0) = 8 share seed 0 -> cluster
+    mean 5; seed 1 has (r1, 1) = 5: two clusters, both 5."""
     spec = TableSpec(name="cmee_ovr_overall", source="scores", measure="cmee", rows=(),
                      caption="CMEE overall (values ×1000).")
-    assert spec.inf is policy.INFERENCE["scores"] and spec.factor == policy.ERROR_SCALE
+    assert spec.inf(unbalanced()) is policy.INFERENCE[("scores", "paper")]
+    assert spec.factor == policy.ERROR_SCALE
     t = build(spec, {"scores": unbalanced()}, "iso")
     assert t.values.loc["all", "E"] == pytest.approx(5.0)
     assert t.n_units.loc["all", "E"] == 2
     assert t.lo.loc["all", "E"] == pytest.approx(5.0) and t.hi.loc["all", "E"] == pytest.approx(5.0)
     cap = t.full_caption()
-    assert "clusters (seed)" in cap and policy.INFERENCE["scores"].population in cap
+    assert "clusters (seed)" in cap and policy.INFERENCE[("scores", "paper")].population in cap
+
+
+def test_the_policy_clusters_by_the_runs_design():
+    """The same rows under the independent design: every (model, task, seed) is a
+    cluster, so the units (r1, 0) = 2, (r2, 0) = 8 and (r1, 1) = 5 are three."""
+    spec = TableSpec(name="cmee_ovr_overall", source="scores", measure="cmee", rows=(),
+                     caption="CMEE overall (values ×1000).")
+    f = unbalanced().assign(subsets="independent")
+    assert spec.inf(f) is policy.INFERENCE[("scores", "independent")]
+    t = build(spec, {"scores": f}, "iso")
+    assert t.values.loc["all", "E"] == pytest.approx(5.0) and t.n_units.loc["all", "E"] == 3
+    assert "clusters (model, task, seed)" in t.full_caption()
+    with pytest.raises(ValueError, match="mix test-subset designs"):
+        build(spec, {"scores": pd.concat([f, unbalanced().assign(subsets="paper")])}, "iso")
 
 
 def test_ci_csv_long_format(tmp_path):
@@ -83,9 +99,9 @@ def test_specs_and_findings_read_one_policy(monkeypatch):
     """Change the policy's clusters for scores: the tables and the findings follow."""
     from fitontest.report import findings as F
 
-    units = policy.INFERENCE["scores"].units
+    units = policy.INFERENCE[("scores", "paper")].units
     every_unit = policy.Inference(units=units, clusters=units, population="each unit")
-    monkeypatch.setitem(policy.INFERENCE, "scores", every_unit)
+    monkeypatch.setitem(policy.INFERENCE, ("scores", "paper"), every_unit)
     spec = TableSpec(name="cmee_ovr_overall", source="scores", measure="cmee", rows=(),
                      caption="CMEE overall (values ×1000).")
     t = build(spec, {"scores": unbalanced()}, "iso")
@@ -95,5 +111,6 @@ def test_specs_and_findings_read_one_policy(monkeypatch):
                                "measure": "cmee", "check": "best", "params": {"method": "E"}})
     f = pd.concat([unbalanced(), unbalanced().assign(evaluator="G", cmee=1.0)])
     F.evaluate_claims([claim], f, truth="iso",
-                      markers=lambda w, **kw: seen.append(len(w)) or pd.Series(True, w.columns))
+                      orders=lambda w, **kw: seen.append(len(w)) or pd.DataFrame(
+                          False, index=w.columns, columns=w.columns))
     assert seen == [3]

@@ -115,3 +115,46 @@ def test_markers_are_a_confidence_set_and_need_enough_clusters():
     # two clusters: no test, every defined column is "not distinguishable"
     assert stats.significance_markers(wide.iloc[:2]).tolist() == [True, True, True]
     assert stats.significance_markers(wide, min_clusters=9).all()
+
+
+# the study's two designs of test subsets (docs/methods.md §6.2)
+SHARED = {**S.STRONG_SHARING, "seed_evaluator": 0.08}
+DESIGN = dict(archs=("a", "b", "c"), tasks=("car", "cat", "conf"), calibrators=("none", "platt"),
+              sizes=(1000, 3000), effects={"e0": 0.0, "e1": 0.08})
+
+
+def test_the_policy_reads_the_design_from_the_frame():
+    from fitontest.report import policy
+
+    paper = S.ScoreWorld(random_sd=SHARED, design="paper", **DESIGN).draw(3)
+    indep = S.ScoreWorld(random_sd=SHARED, design="independent", **DESIGN).draw(3)
+    assert policy.inference_for("scores", "cmee", paper).clusters == ("seed",)
+    assert policy.inference_for("scores", "cmee", indep).clusters == ("arch", "task", "seed")
+    assert V.NEW.cells(paper, "cmee", ()).n_units.loc["all", "e0"] == 3
+    assert V.NEW.cells(indep, "cmee", ()).n_units.loc["all", "e0"] == 27
+
+
+def test_independent_units_detect_a_difference_that_seed_clusters_miss():
+    """Equal compute (the same frame size): with a large effect shared by a seed's
+    units (the paper design), three seed clusters rarely tell the planted gap; drawn
+    per (model, task, seed), 27 clusters nearly always do. The seed-clustered rule
+    applied to the independent frames misses it more often: most of the gain is
+    the clusters' count, read from the design."""
+    seed_rule = V.Procedure("seed clusters", V.policy.INFERENCE[("scores", "paper")],
+                            V.significance_markers)
+    worlds = {d: S.ScoreWorld(random_sd=SHARED, design=d, **DESIGN)
+              for d in ("paper", "independent")}
+    got = {d: V.power(w, n_rep=20).set_index("gap").loc[0.08, "detected"]
+           for d, w in worlds.items()}
+    missed = V.power(worlds["independent"], seed_rule, n_rep=20).set_index("gap") \
+        .loc[0.08, "detected"]
+    assert got["independent"] >= 0.9, got
+    assert got["paper"] <= 0.5, got
+    assert missed <= got["independent"] - 0.2, (got, missed)
+
+
+def test_aa_rate_holds_under_the_independent_design():
+    w = S.ScoreWorld(random_sd=SHARED, design="independent",
+                     **{**DESIGN, "effects": {"e0": 0.0}})
+    r = V.aa_rate(w, procedures=(V.NEW,), n_rep=60, rows=("size",)).iloc[0]
+    assert r["rate"] <= 0.05 + 2 * max(r["mc_se"], 0.02)

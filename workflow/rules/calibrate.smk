@@ -47,3 +47,32 @@ rule calibrate_binary:
         CONDA_ENV
     script:
         "../scripts/calibrate_binary.py"
+
+
+# Replicates of Table 2 (docs/methods.md §6.4): every calibrator refitted on
+# `calibrators.draws` further validation draws of the hold-out, with its
+# metrics measured on the rest; one job per network, no evaluator.
+rule calibrator_draws:
+    input:
+        holdout=res("logits/{arch}/holdout.npz"),
+    output:
+        res("calibrator_draws/{arch}.parquet"),
+    log:
+        logpath("calibrator_draws/{arch}.log"),
+    benchmark:
+        res("benchmarks/calibrator_draws/{arch}.tsv")
+    params:
+        draws=config["calibrators"]["draws"],
+        n_val=config["split"]["n_val"],
+        tasks=config["tasks"],
+        multiclass=MULTICLASS_CALIBRATORS,
+        binary=BINARY_CALIBRATORS,
+        truths=config["truth"],
+        family_params=config["family_params"],
+        seed=config["seed"],
+    resources:
+        mem_mb=8000,
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/calibrator_draws.py"

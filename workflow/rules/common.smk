@@ -99,6 +99,13 @@ FIGURE_MODELS = ([(a, t) for a in ARCHS for t in TASKS] if config["report"]["fig
                  else [(ARCHS[0], TASKS[-1])])
 
 
+def calibrator_draw_files(wildcards=None):
+    """The replicates of Table 2 (calibrate.smk), none when calibrators.draws is 0."""
+    if not config["calibrators"]["draws"]:
+        return []
+    return expand(res("calibrator_draws/{arch}.parquet"), exp=config["exp"], arch=ARCHS)
+
+
 def real_outputs():
     """The real-data study's tables (data_source logits; real.smk)."""
     exp = config["exp"]

@@ -4,7 +4,10 @@
 rule split:
     output:
         split=res("data/split.json"),
-        subsets=res("data/subsets.npz"),
+        # one file per (network, task): the same key layout as before, so an
+        # external evaluator reads the file of its (network, task)
+        subsets=expand(res("data/subsets/{arch}/{task}.npz"), arch=ARCHS, task=TASKS,
+                       allow_missing=True),
     log:
         logpath("data/split.log"),
     benchmark:
@@ -13,6 +16,8 @@ rule split:
         data=data_params(),
         sizes=EVAL["sizes"],
         seeds=EVAL["seeds"],
+        design=EVAL["subsets"],
+        units=[(a, t) for a in ARCHS for t in TASKS],
     resources:
         mem_mb=4000,
     conda:

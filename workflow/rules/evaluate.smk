@@ -8,7 +8,7 @@ rule evaluate:
     input:
         calibrated=per_task_calibrator("calibrated/{arch}/{task}/{calibrator}.npz"),
         truth=per_task_calibrator("truth/{arch}/{task}/{calibrator}.npz"),
-        subsets=res("data/subsets.npz"),
+        subsets=per_task_calibrator("data/subsets/{arch}/{task}.npz"),
     output:
         per_task_calibrator("scores/{arch}/{task}/{calibrator}/{evaluator}.parquet"),
     log:
@@ -22,6 +22,7 @@ rule evaluate:
         family_params=lambda w: config["family_params"].get(w.evaluator, {}),
         seed=config["seed"],
         interval=config["evaluation"]["interval"],
+        design=EVAL["subsets"],
     threads: fit_threads
     resources:
         mem_mb=8000,
@@ -39,7 +40,7 @@ rule score_external:
         external=res("external/{arch}/{task}/{calibrator}/{evaluator}.npz"),
         calibrated=res("calibrated/{arch}/{task}/{calibrator}.npz"),
         truth=res("truth/{arch}/{task}/{calibrator}.npz"),
-        subsets=res("data/subsets.npz"),
+        subsets=res("data/subsets/{arch}/{task}.npz"),
     output:
         res("scores/{arch}/{task}/{calibrator}/{evaluator}.parquet"),
     log:
@@ -49,6 +50,8 @@ rule score_external:
     wildcard_constraints:
         evaluator=alternatives(EXTERNAL_EVALUATORS),
         calibrator=alternatives(EVAL_CALIBRATORS),
+    params:
+        design=EVAL["subsets"],
     conda:
         CONDA_ENV
     script:
@@ -76,6 +79,7 @@ rule calibrator_metrics:
                           exp=config["exp"], arch=ARCHS, task=TASKS, calibrator=CALIBRATORS),
         truth=expand(res("truth/{arch}/{task}/{calibrator}.npz"),
                      exp=config["exp"], arch=ARCHS, task=TASKS, calibrator=CALIBRATORS),
+        draws=calibrator_draw_files,
     output:
         res("calibrators.parquet"),
     log:

@@ -6,7 +6,7 @@ import pandas as pd
 from fitontest.study.experiment import calibrator_rows
 from fitontest.core.io import load_npz, save_parquet, script_logger
 from fitontest.core.runtime import limit_threads
-from fitontest.study.schema import CALIBRATOR_COLUMNS
+from fitontest.study.schema import CALIBRATOR_COLUMNS, CALIBRATOR_DRAW
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)
@@ -22,5 +22,8 @@ for cal_path in snakemake.input.calibrated:
                                load_npz(truth_files[(arch, task, fname)]),
                                load_npz(truth_files[(arch, task, "none.npz")])):
         rows.append({"arch": arch, "task": task, "calibrator": cal, **row})
-save_parquet(pd.DataFrame(rows)[CALIBRATOR_COLUMNS], snakemake.output[0])
-log.info("%d calibrator rows", len(rows))
+# draw 0: the validation split; 1, 2, ...: the replicates of rule calibrator_draws
+frame = pd.concat([pd.DataFrame(rows)[CALIBRATOR_COLUMNS].assign(**{CALIBRATOR_DRAW: 0}),
+                   *(pd.read_parquet(p) for p in snakemake.input.draws)], ignore_index=True)
+save_parquet(frame, snakemake.output[0])
+log.info("%d calibrator rows (%d of the validation split)", len(frame), len(rows))

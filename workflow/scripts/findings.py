@@ -3,7 +3,6 @@ import pandas as pd
 
 from fitontest.core.io import optional_input, script_logger
 from fitontest.report import findings
-from fitontest.report.stats import significance_markers
 
 log = script_logger(snakemake.log[0])
 inp, params = snakemake.input, snakemake.params
@@ -16,6 +15,6 @@ def read(value):
 
 result = findings.evaluate_claims(
     findings.load_claims(), read(inp.scores), read(inp.calibrators), read(inp.synthetic),
-    truth=params.truth, ranked_calibrators=params.ranked, markers=significance_markers)
+    truth=params.truth, ranked_calibrators=params.ranked)
 findings.write_findings(result, snakemake.output.md, snakemake.output.csv, exp=params.exp)
-log.info("%s", result["status"].value_counts().to_dict())
+log.info("%s", findings.headline(result))

@@ -13,7 +13,9 @@ split.write_split(snakemake.output.split, parts,
                         **cfg["split"]})
 log.info("split of %d images: %s", source.n_images,
          {k: len(v) for k, v in parts.items()})
-subsets = split.subset_indices(cfg["split"]["n_holdout"], snakemake.params.sizes,
-                               snakemake.params.seeds)
-save_subsets(snakemake.output.subsets, subsets)
-log.info("test subsets: %s", sorted(subsets))
+p = snakemake.params
+units = [tuple(u) for u in p.units]
+drawn = split.design_subsets(p.design, cfg["split"]["n_holdout"], p.sizes, p.seeds, units)
+for unit, out in zip(units, snakemake.output.subsets):
+    save_subsets(out, drawn[unit])
+log.info("test subsets (design %s): %s per (network, task)", p.design, sorted(drawn[units[0]]))

@@ -18,15 +18,28 @@ Two layouts (**choice**, documented in ``config/README.md``):
   is then unused.
 
 Test subsets (docs/methods.md §6, ``subset_indices``): for seed r, one permutation
-of the hold-out *positions*, ``numpy.random.default_rng([r, 1234])
-.permutation(n_holdout)``; the sizes, sorted ascending, take consecutive
+of the hold-out *positions*; the sizes, sorted ascending, take consecutive
 disjoint slices (1000 -> [0, 1000), 3000 -> [1000, 4000), 10000 -> [4000, 14000)).
 The returned arrays are positions into the hold-out index array (and so into
-every hold-out logits/score file), not image indices.
+every hold-out logits/score file), not image indices. Two designs
+(:data:`SUBSET_DESIGNS`, config ``evaluation.subsets``; docs/methods.md §6.2):
+
+- ``independent`` (default): one permutation per (network, task, seed),
+  ``default_rng([r, 1234, crc32(network), crc32(task)])``, shared by the
+  calibrators of that (network, task) — every (network, task, seed) is an
+  independent draw of test images, so the tables have that many independent
+  clusters at the cost of the same fits;
+- ``paper``: ``default_rng([r, 1234]).permutation(n_holdout)``, one
+  permutation per seed shared by every network, task and calibrator (the
+  authors' code): the seed is the only independent cluster.
+
+The seed of a (network, task) is derived from their names (CRC-32, the same in
+every process), so adding a network or task leaves the others' subsets as they are.
 """
 from __future__ import annotations
 
 import json
+import zlib
 from pathlib import Path
 from typing import Iterable
 
@@ -36,6 +49,8 @@ from fitontest.core.io import write_text
 
 SPLIT_KEYS = ("train", "val", "holdout")
 SUBSET_SALT = 1234
+#: the test-subset designs (config ``evaluation.subsets``), the default first
+SUBSET_DESIGNS = ("independent", "paper")
 
 
 def _count(name: str, value) -> int:
@@ -132,12 +147,21 @@ def read_split(path) -> dict[str, np.ndarray]:
     return out
 
 
-def subset_indices(n_holdout: int, sizes: Iterable[int], seeds: Iterable[int]
-                   ) -> dict[tuple[int, int], np.ndarray]:
+def name_seed(name: str) -> int:
+    """A stable integer for a network or task name (CRC-32 of its UTF-8 bytes):
+    the same in every process and Python version, unlike ``hash``."""
+    return zlib.crc32(str(name).encode("utf-8"))
+
+
+def subset_indices(n_holdout: int, sizes: Iterable[int], seeds: Iterable[int],
+                   unit: tuple[str, str] | None = None) -> dict[tuple[int, int], np.ndarray]:
     """``{(size, seed): positions into the hold-out}`` (see module doc).
 
-    For each seed r the permutation is ``default_rng([r, 1234]).permutation(n_holdout)``;
-    sizes sorted ascending take consecutive disjoint slices of it.
+    ``unit``: None for the ``paper`` design (the permutation of seed r is
+    ``default_rng([r, 1234]).permutation(n_holdout)``, the same for every
+    network and task); ``(network, task)`` for the ``independent`` design
+    (``default_rng([r, 1234, crc32(network), crc32(task)])``). Sizes sorted
+    ascending take consecutive disjoint slices of the permutation.
     """
     n_holdout = _count("n_holdout", n_holdout)
     sizes = [_count("size", s) for s in sizes]
@@ -153,11 +177,27 @@ def subset_indices(n_holdout: int, sizes: Iterable[int], seeds: Iterable[int]
         raise ValueError(f"test subset sizes {order} sum to {sum(order)}, more than the "
                          f"{n_holdout} hold-out points; reduce the sizes or increase "
                          f"split.n_holdout")
+    salt = [] if unit is None else [name_seed(unit[0]), name_seed(unit[1])]
     out: dict[tuple[int, int], np.ndarray] = {}
     for r in seeds:
-        perm = np.random.default_rng([r, SUBSET_SALT]).permutation(n_holdout)
+        perm = np.random.default_rng([r, SUBSET_SALT, *salt]).permutation(n_holdout)
         start = 0
         for s in order:
             out[(s, r)] = perm[start:start + s].astype(np.int64)
             start += s
     return out
+
+
+def design_subsets(design: str, n_holdout: int, sizes: Iterable[int], seeds: Iterable[int],
+                   units: Iterable[tuple[str, str]]
+                   ) -> dict[tuple[str, str], dict[tuple[int, int], np.ndarray]]:
+    """The test subsets of every (network, task) in ``units`` under ``design``
+    (:data:`SUBSET_DESIGNS`): ``{(network, task): {(size, seed): positions}}``."""
+    if design not in SUBSET_DESIGNS:
+        raise ValueError(f"unknown test-subset design {design!r}; use one of "
+                         f"{list(SUBSET_DESIGNS)}")
+    sizes, seeds = list(sizes), list(seeds)
+    if design == "paper":
+        shared = subset_indices(n_holdout, sizes, seeds)
+        return {u: shared for u in units}
+    return {u: subset_indices(n_holdout, sizes, seeds, unit=u) for u in units}

@@ -34,14 +34,21 @@ is generated from them):
 - Disaggregated rows (``by``) are the rows of each grouping's table (e.g. the
   by-model, by-size and by-task sections of Table 3); a grouping with a
   single row (one network, one size) repeats the overall row and is left out.
-- Significance: ``markers(wide, lower_is_better=..., alpha=...)`` receives the
-  same clusters x methods matrix as the tables (rows = the policy's
-  independent clusters, e.g. the seeds for evaluators, the networks for
-  calibrators; clusters where a method is undefined dropped) and returns
-  True for every column not significantly worse (e.g.
-  :func:`fitontest.report.stats.significance_markers`). With fewer clusters
-  than the policy's ``min_clusters`` the verdict is "not distinguishable";
-  without a marker function significance is "n/a".
+- Verdict (three outcomes, never from point ranks alone): ``orders(wide,
+  lower_is_better=..., alpha=...)`` receives the same clusters x methods
+  matrix as the tables (rows = the policy's independent clusters of the
+  run's design, e.g. the (model, task, seed) draws for evaluators, the
+  (model, draw) fits for calibrators) and returns the methods x methods
+  matrix "row significantly better than column"
+  (:func:`fitontest.report.stats.pairwise_better`: paired t-tests of every
+  pair, Holm over the pairs, as the tables' markers). From it each method
+  gets simultaneous rank bounds (:func:`.stats.rank_bounds`). A claim is
+  **supported** when the significant orders imply it (e.g. ``best``: the
+  method is significantly better than every other), **contradicted** when
+  they imply its negation (another method is significantly better), and
+  **not distinguishable** otherwise — including with fewer clusters than
+  the policy's ``min_clusters``. The point order (means) is reported beside
+  it as ``point``: *holds* or *does not hold*.
 """
 from __future__ import annotations
 
@@ -54,10 +61,32 @@ import pandas as pd
 
 from . import policy
 from .aggregate import aggregate_units
+from .stats import mean_interval, pairwise_better, rank_bounds
 
 ALPHA = policy.ALPHA
 SPEARMAN = "spearman"
-Markers = Callable[..., pd.Series]
+Orders = Callable[..., pd.DataFrame]
+SUPPORTED, CONTRADICTED, UNDECIDED = "supported", "contradicted", "not distinguishable"
+
+
+def verdict(supported: bool, contradicted: bool) -> str:
+    """The three outcomes (module docstring); both at once cannot come from
+    consistent rank bounds, and is read as not distinguishable."""
+    if supported and not contradicted:
+        return SUPPORTED
+    if contradicted and not supported:
+        return CONTRADICTED
+    return UNDECIDED
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a check returns: the point order, the verdict, and their words."""
+
+    point: bool                 # the claimed order holds for the means
+    verdict: str                # SUPPORTED, CONTRADICTED or UNDECIDED
+    evidence: str               # means and ranks
+    significance: str           # the significant orders behind the verdict
 
 
 class NotTestable(Exception):
@@ -82,7 +111,7 @@ class Evidence:
     lower_is_better: bool
     inference: policy.Inference  # units and independent clusters, as the tables use
     by: tuple[tuple[str, ...], ...] = ()
-    markers: Markers | None = None
+    orders: Orders = pairwise_better
 
     @property
     def scale(self) -> float:
@@ -137,25 +166,37 @@ class Evidence:
             raise NotTestable(f"a single row in every grouping ({'; '.join(skipped)})")
         return pd.concat(parts), skipped
 
-    def significance(self, columns: Sequence[str]) -> tuple[pd.Series | None, str]:
-        """The markers over ``columns`` on the independent clusters (as in the
-        tables) and the words naming them, or (None, why there are none)."""
-        if self.markers is None:
-            return None, "n/a"
+    def better(self, rows: Sequence[str] = (), methods: Sequence[str] | None = None
+               ) -> dict:
+        """Per table row of ``rows`` (``"all"`` without rows): the matrix
+        "significantly better" over ``methods`` (default: those with a
+        defined mean in that row) on the row's independent clusters, or None
+        where the row has fewer clusters than the policy's ``min_clusters``."""
         inf = self.inference
-        mats = self.cells([]).units
-        wide = (next(iter(mats.values())) if mats else pd.DataFrame(columns=list(columns)))
-        wide = wide[list(columns)].dropna()
-        clusters = policy.words(inf.clusters)
-        if len(wide) < inf.min_clusters:
-            return None, (f"not distinguishable ({len(wide)} independent {clusters} "
-                          f"cluster(s); a test needs {inf.min_clusters})")
-        try:
-            marked = self.markers(wide, lower_is_better=self.lower_is_better, alpha=ALPHA)
-        except ValueError as e:
-            return None, f"n/a ({e})"
-        words = f"α={ALPHA}, {len(wide)} independent {clusters} clusters"
-        return pd.Series(marked, index=wide.columns).astype(bool), words
+        out = {}
+        for label, wide in self.cells(rows).units.items():
+            cols = [m for m in (methods if methods is not None else wide.columns)
+                    if m in wide.columns and wide[m].notna().any()]
+            w = wide[cols]
+            w = w[w.notna().any(axis=1)]
+            out[label] = (None if len(w) < inf.min_clusters else
+                          self.orders(w, lower_is_better=self.lower_is_better, alpha=ALPHA))
+        return out
+
+    def where(self, rows: Sequence[str] = ()) -> str:
+        """Words naming the test behind a verdict: α and the clusters."""
+        inf = self.inference
+        mats = self.cells(rows).units
+        k = min((len(w) for w in mats.values()), default=0)
+        k = str(k) if len({len(w) for w in mats.values()}) <= 1 else f"≥ {k}"
+        return (f"α = {ALPHA}, Holm over the pairs, {k} independent "
+                f"{policy.words(inf.clusters)} clusters")
+
+    def too_few(self, rows: Sequence[str] = ()) -> str:
+        inf = self.inference
+        k = min((len(w) for w in self.cells(rows).units.values()), default=0)
+        return (f"not distinguishable ({k} independent {policy.words(inf.clusters)} "
+                f"cluster(s); a test needs {inf.min_clusters})")
 
 
 def _word(ev_or_claim) -> str:
@@ -168,7 +209,7 @@ def _word(ev_or_claim) -> str:
 
 @dataclass(frozen=True)
 class CheckKind:
-    func: Callable[[Evidence, Mapping[str, Any]], tuple[bool, str, str]]
+    func: Callable[[Evidence, Mapping[str, Any]], Outcome]
     describe: Callable[[Any, Mapping[str, Any]], str]
     required: tuple[str, ...]
     optional: tuple[str, ...] = ()
@@ -192,8 +233,9 @@ CHECKS: dict[str, CheckKind] = {}
 
 def check_kind(name: str, *, describe, required: Sequence[str], optional: Sequence[str] = (),
                choices: Mapping[str, tuple] | None = None):
-    """Register a check: ``func(evidence, params) -> (holds, evidence_text, significance_text)``;
-    it raises :class:`NotTestable` when the run cannot decide. ``describe(claim, params)``
+    """Register a check: ``func(evidence, params) -> Outcome`` (the point
+    order, the three-way verdict and their words); it raises
+    :class:`NotTestable` when the run cannot decide. ``describe(claim, params)``
     words the precise test; ``choices`` lists the allowed values of enumerated parameters."""
     def deco(func):
         CHECKS[name] = CheckKind(func, describe, tuple(required), tuple(optional),
@@ -210,6 +252,44 @@ def _listing(ev: Evidence, means: pd.Series, top: int | None = None) -> str:
         f"{m} {ev.fmt(v)}" for m, v in shown.items()) + more
 
 
+def _bounds_words(b: pd.DataFrame, methods: Sequence[str]) -> str:
+    return ", ".join(f"{m} rank {_span(b.loc[m])}" for m in methods)
+
+
+def _span(r) -> str:
+    lo, hi = int(r["lo"]), int(r["hi"])
+    return f"{lo}" if lo == hi else f"{lo}–{hi}"
+
+
+def _rank_verdict(ev: Evidence, rows: Sequence[str], method: str, ok) -> tuple[dict, dict]:
+    """Per table row: the verdict of "``method``'s rank satisfies ``ok``"
+    (``ok(lo, hi) -> (supported, contradicted)`` on its simultaneous rank
+    bounds), and the bounds; rows without a test are not distinguishable."""
+    verdicts, bounds = {}, {}
+    for label, better in ev.better(rows).items():
+        if better is None or method not in better.index:
+            verdicts[label] = UNDECIDED
+            continue
+        b = rank_bounds(better)
+        bounds[label] = b
+        verdicts[label] = verdict(*ok(int(b.loc[method, "lo"]), int(b.loc[method, "hi"])))
+    return verdicts, bounds
+
+
+def _overall(ev: Evidence, methods: Sequence[str], ok_each, *, combine=all):
+    """Verdict and words of a claim on the overall row about ``methods``'
+    rank bounds: ``ok_each(lo, hi) -> (supported, contradicted)`` per method;
+    supported when every method is, contradicted when any is."""
+    better = ev.better([]).get("all")
+    if better is None:
+        return UNDECIDED, ev.too_few()
+    b = rank_bounds(better)
+    per = [ok_each(int(b.loc[m, "lo"]), int(b.loc[m, "hi"])) for m in methods]
+    v = verdict(combine(s for s, _ in per), any(c for _, c in per))
+    return v, (f"{v}: simultaneous rank bounds {_bounds_words(b, methods)} of {len(b)} "
+               f"({ev.where()})")
+
+
 @check_kind("best", required=["method"],
             describe=lambda c, p: f"{p['method']} has the {_word(c)} mean {c.measure_words} "
                                   f"of all {c.entity}s")
@@ -217,24 +297,12 @@ def check_best(ev: Evidence, p):
     m = p["method"]
     means = ev.require([m])
     ranks = ev.overall_ranks()
-    rank, best = int(ranks[m]), means.index[0]
-    holds = rank == 1
+    rank = int(ranks[m])
     ties = [c for c in ranks.index if ranks[c] == rank and c != m]
     tied = f" (tied with {', '.join(ties)})" if ties else ""
     text = f"{m} rank {rank}{tied} of {len(means)}; {_listing(ev, means, top=4)}"
-    marked, where = ev.significance(means.index)
-    if marked is None:
-        return holds, text, where
-    others = [c for c in marked.index[marked] if c != m]
-    if marked[m] and holds:
-        sig = ("significantly best" if not others
-               else f"tied: {', '.join(others)} not significantly worse")
-    elif marked[m]:
-        sig = f"not significantly worse than {best}"
-    else:   # a marker function that does not rank by the mean may favour another column
-        sig = (f"significantly worse than {best}" if not holds
-               else f"the paired test favours {', '.join(others)}")
-    return holds, text, f"{sig} ({where})"
+    v, sig = _overall(ev, [m], lambda lo, hi: (hi == 1, lo > 1))
+    return Outcome(rank == 1, v, text, sig)
 
 
 @check_kind("in_top_k", required=["methods", "k"],
@@ -249,7 +317,8 @@ def check_in_top_k(ev: Evidence, p):
     holds = bool((ranks[methods] <= k).all())
     text = (", ".join(f"{m} rank {int(ranks[m])}" for m in methods) + f" of {len(means)}; "
             + _listing(ev, means, top=k + 1))
-    return holds, text, "n/a"
+    v, sig = _overall(ev, methods, lambda lo, hi: (hi <= k, lo > k))
+    return Outcome(holds, v, text, sig)
 
 
 def _top(rank) -> str:
@@ -259,6 +328,11 @@ def _top(rank) -> str:
 def _share_words(share) -> str:
     return ("a majority (more than half)" if share == "majority" else
             "every one" if share == "all" else f"at least {_pct(share)}")
+
+
+def _share_met(k: int, n: int, share) -> bool:
+    return k > n / 2 if share == "majority" else k == n if share == "all" \
+        else k >= float(share) * n
 
 
 @check_kind("rank_at_most_in_majority", required=["method", "rank"], optional=["share"],
@@ -275,13 +349,26 @@ def check_rank_in_majority(ev: Evidence, p):
     if ranks.empty:
         raise NotTestable(f"{m} has no defined {ev.measure} in any disaggregated row")
     k, n = int((ranks <= r).sum()), len(ranks)
-    holds = (k > n / 2 if share == "majority" else k == n if share == "all"
-             else k >= float(share) * n)
+    holds = _share_met(k, n, share)
     text = (f"rank ≤ {r} in {k} of {n} rows (" + ", ".join(
         f"{lab}: {int(v)}" for lab, v in ranks.items()) + ")")
     if skipped:
         text += f"; single-row groupings left out: {'; '.join(skipped)}"
-    return holds, text, "n/a"
+    got = {}
+    for g in ev.by:
+        if len(ev.table(g)) < 2:
+            continue
+        vs, _ = _rank_verdict(ev, g, m, lambda lo, hi: (hi <= r, lo > r))
+        for lab, v in vs.items():
+            t = lab if isinstance(lab, tuple) else (lab,)
+            got[", ".join(f"{a}={b}" for a, b in zip(g, t))] = v
+    got = {lab: got.get(lab, UNDECIDED) for lab in ranks.index}
+    sup = sum(v == SUPPORTED for v in got.values())
+    con = sum(v == CONTRADICTED for v in got.values())
+    v = verdict(_share_met(sup, n, share), not _share_met(n - con, n, share))
+    sig = (f"{v}: rank ≤ {r} significantly in {sup} of {n} rows, significantly not in "
+           f"{con} (simultaneous rank bounds per row; {ev.where()} per row)")
+    return Outcome(holds, v, text, sig)
 
 
 @check_kind("rank_trend", required=["method"], optional=["along", "direction"],
@@ -303,7 +390,19 @@ def check_rank_trend(ev: Evidence, p):
     holds = bool((sign * steps >= 0).all() and sign * (ranks.iloc[-1] - ranks.iloc[0]) > 0)
     text = f"{m} rank by {along}: " + ", ".join(
         f"{s}: {int(v)}" for s, v in ranks.items()) + f" (of {wide.shape[1]})"
-    return holds, text, "n/a"
+    _, bounds = _rank_verdict(ev, [along], m, lambda lo, hi: (False, False))
+    if any(v not in bounds for v in ranks.index):
+        return Outcome(holds, UNDECIDED, text, ev.too_few([along]))
+    # on the "worse" scale (larger = in the claimed direction): [lo, hi] per value
+    b = [(sign * bounds[v].loc[m, "lo"], sign * bounds[v].loc[m, "hi"]) for v in ranks.index]
+    b = [(min(x), max(x)) for x in b]
+    certain_steps = all(nxt[0] >= prev[1] for prev, nxt in zip(b, b[1:]))
+    sup = certain_steps and b[-1][0] > b[0][1]
+    con = any(nxt[1] < prev[0] for prev, nxt in zip(b, b[1:])) or b[-1][1] <= b[0][0]
+    v = verdict(sup, con)
+    sig = (f"{v}: rank bounds by {along}: " + ", ".join(
+        f"{s}: {_span(bounds[s].loc[m])}" for s in ranks.index) + f" ({ev.where([along])})")
+    return Outcome(holds, v, text, sig)
 
 
 @check_kind("ahead_of", required=["ahead", "behind"],
@@ -317,13 +416,15 @@ def check_ahead_of(ev: Evidence, p):
     pairs = [(a, b) for a in ahead for b in behind]
     holds = all(sign * (means[a] - means[b]) < 0 for a, b in pairs)
     text = _listing(ev, means[[c for c in means.index if c in ahead + behind]])
-    sig, where = 0, "n/a"
-    for a, b in pairs:
-        marked, where = ev.significance([a, b])
-        if marked is None:
-            return holds, text, where
-        sig += bool(marked[a] and not marked[b])
-    return holds, text, f"ahead significantly in {sig} of {len(pairs)} pairs ({where})"
+    # Holm over the claim's own pairs of methods
+    better = ev.better([], methods=list(dict.fromkeys(ahead + behind))).get("all")
+    if better is None:
+        return Outcome(holds, UNDECIDED, text, ev.too_few())
+    sup = sum(bool(better.loc[a, b]) for a, b in pairs)
+    con = sum(bool(better.loc[b, a]) for a, b in pairs)
+    v = verdict(sup == len(pairs), con > 0)
+    return Outcome(holds, v, text, f"{v}: ahead significantly in {sup} of {len(pairs)} pairs, "
+                                   f"behind significantly in {con} ({ev.where()})")
 
 
 @check_kind("in_bottom_fraction", required=["method", "fraction"],
@@ -338,7 +439,8 @@ def check_in_bottom_fraction(ev: Evidence, p):
     holds = rank > n - size
     text = (f"{m} rank {rank} of {n}; bottom {size} = ranks {n - size + 1}–{n}: "
             + ", ".join(means.index[n - size:]))
-    return holds, text, "n/a"
+    v, sig = _overall(ev, [m], lambda lo, hi: (lo > n - size, hi <= n - size))
+    return Outcome(holds, v, text, sig)
 
 
 @check_kind("above_threshold", required=["method", "threshold"],
@@ -347,5 +449,11 @@ def check_above_threshold(ev: Evidence, p):
     m, t = p["method"], float(p["threshold"])
     means = ev.require([m], at_least=1)
     holds = bool(means[m] > t)
-    return holds, f"{m} mean {ev.measure} {means[m]:.4g} vs threshold {t:g}", "n/a"
-
+    text = f"{m} mean {ev.measure} {means[m]:.4g} vs threshold {t:g}"
+    vals = ev.cells([]).units["all"][m].dropna().to_numpy()   # cluster means, own units
+    if len(vals) < ev.inference.min_clusters:
+        return Outcome(holds, UNDECIDED, text, ev.too_few())
+    lo, hi = mean_interval(vals, 1 - 2 * ALPHA)[1:]    # two one-sided tests at α
+    v = verdict(bool(lo > t), bool(hi < t))
+    return Outcome(holds, v, text, f"{v}: {1 - 2 * ALPHA:.0%} t-interval of the mean "
+                                   f"[{lo:.4g}, {hi:.4g}] ({ev.where()})")

@@ -6,9 +6,10 @@ table) are covered when ``ce_lo <= true_ce_pop <= ce_hi``: the population
 true CE the interval targets (pseudo-real: over the whole hold-out under the
 row's truth; synthetic: the exact CE level). A cell is the share of covered
 rows (%) with a 95 % interval of that share; the nominal level is in the
-caption. Rows of one seed share data (pseudo-real: the test images;
-synthetic: the draws of c and y), so they are not independent draws: the interval is Korn and Graubard's (:func:`.stats.cluster_binomial_interval`)
-over the policy's independent clusters (:mod:`.policy`: the seeds), a
+caption. Rows of one cluster share data (pseudo-real: the test images of a
+(model, task, seed), or of a seed in the paper design; synthetic: the draws of
+c and y), so they are not independent draws: the interval is Korn and Graubard's (:func:`.stats.cluster_binomial_interval`)
+over the policy's independent clusters (:mod:`.policy`: the run's design), a
 Clopper-Pearson interval at the effective number of rows that the clusters'
 spread allows. Evaluators without intervals are left out.
 """
@@ -47,7 +48,8 @@ def coverage_table(frame: pd.DataFrame, spec, truth: str | None, *,
     if f.empty:
         return None
     rows = list(spec.rows)
-    clusters = list(spec.inf.clusters)
+    inf = spec.inf(frame)
+    clusters = list(inf.clusters)
     k = aggregate(f, "_covered", rows, columns=spec.columns, column_order=cols)
     per = f.groupby(rows + [spec.columns] + clusters, sort=False)["_covered"].agg(["sum", "size"])
     n = (per["size"].groupby(level=list(range(len(rows) + 1))).sum().unstack(spec.columns)
@@ -66,7 +68,7 @@ def coverage_table(frame: pd.DataFrame, spec, truth: str | None, *,
              f"{policy.words(clusters)}: the Clopper-Pearson interval at the effective number "
              f"of rows that the spread of the clusters' coverage allows (k - 1 degrees of "
              f"freedom; no interval with fewer than 2 clusters); population: "
-             f"{spec.inf.population}."]
+             f"{inf.population}."]
     if truth:
         notes.append(f"Truth: {truth}.")
     false = pd.DataFrame(False, index=k.index, columns=cols)

@@ -10,6 +10,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from fitontest.study.schema import SCORE_DESIGN
 from fitontest.study.tasks import CONFIDENCE
 
 #: The paper's six calibrators whose estimated vs true CE rankings give the
@@ -92,7 +93,8 @@ def spearman_by_group(frame: pd.DataFrame, *, item: str = "calibrator",
     """Spearman correlation across ``item`` between ``x`` and ``y`` per group.
 
     ``keys`` default to the frame's key columns other than ``item``
-    (arch, task, size, seed, evaluator, truth for evaluator scores; shape,
+    (arch, task, size, seed, evaluator, truth and the design column
+    ``subsets`` for evaluator scores; shape,
     size, seed, evaluator, truth for synthetic rows, whose ``item`` is
     ``ce_level``). Rows with NaN ``x`` or ``y`` are dropped; a group with
     fewer than two items, or with constant ``x`` or ``y``, gets NaN.
@@ -101,7 +103,7 @@ def spearman_by_group(frame: pd.DataFrame, *, item: str = "calibrator",
     """
     if keys is None:
         cand = ["arch", "task", "calibrator", "shape", "ce_level",
-                "evaluator", "size", "seed", "truth"]
+                "evaluator", "size", "seed", "truth", SCORE_DESIGN]
         keys = [k for k in cand if k in frame.columns and k != item]
     keys = list(keys)
     f = frame[keys + [item, x, y]].copy()

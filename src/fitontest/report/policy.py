@@ -9,16 +9,29 @@ before any interval or test), the **population** an interval generalises to
 them: the main truth estimator, the display scale, the interval method and
 the significance procedure.
 
-Why these clusters: the test subsets of one seed are one permutation of the
-hold-out shared by every (model, task, calibrator) (docs/methods.md §6.2), so
-the units of one seed are scored on the same images and move together; the
-seeds are the independent draws. The calibrators' table has no seed (each
-calibrator is fitted once per network), so its units are the networks.
+The clusters follow the run's **design**, read from its frames
+(:func:`design_of`), never assumed:
+
+- evaluator scores, ``subsets = independent`` (the default,
+  docs/methods.md §6.2): the test subsets are drawn per (model, task, seed)
+  and shared only by the calibrators of that (model, task), so every (model,
+  task, seed) is an independent cluster — 27 in the default config;
+- ``subsets = paper`` (the authors' design, and any frame without the
+  ``subsets`` column): one permutation per seed shared by every (model,
+  task, calibrator), so the units of one seed move together and the seeds
+  are the only independent clusters;
+- calibrators: each network's calibrators are fitted on the validation split
+  (``draw`` 0) and on further disjoint validation draws (§6.4); every (model,
+  draw) is an independent cluster (a frame without ``draw``: the models).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Iterable
+
+import pandas as pd
+
+from fitontest.study.schema import CALIBRATOR_DRAW, SCORE_DESIGN
 
 #: The main truth estimator of the pseudo-real tables, findings and figures,
 #: and the synthetic study's (exact: the CE level is known).
@@ -51,34 +64,72 @@ class Inference:
             raise ValueError(f"clusters {self.clusters} must be among the units {self.units}")
 
 
-INFERENCE: dict[str, Inference] = {
-    "scores": Inference(
+_TEST_SUBSETS = "these networks, tasks and calibrators; new test subsets"
+INFERENCE: dict[tuple[str, str], Inference] = {
+    ("scores", "independent"): Inference(
+        units=("arch", "task", "calibrator", "seed"), clusters=("arch", "task", "seed"),
+        population=_TEST_SUBSETS + " (each (model, task, seed) its own draw)"),
+    ("spearman", "independent"): Inference(
+        units=("arch", "task", "seed"), clusters=("arch", "task", "seed"),
+        population=_TEST_SUBSETS + " (each (model, task, seed) its own draw)"),
+    ("scores", "paper"): Inference(
         units=("arch", "task", "calibrator", "seed"), clusters=("seed",),
-        population="these networks, tasks and calibrators; new test subsets (seeds)"),
-    "spearman": Inference(
+        population=_TEST_SUBSETS + " (seeds; one draw shared by every model and task)"),
+    ("spearman", "paper"): Inference(
         units=("arch", "task", "seed"), clusters=("seed",),
-        population="these networks, tasks and calibrators; new test subsets (seeds)"),
-    "synthetic": Inference(
+        population=_TEST_SUBSETS + " (seeds; one draw shared by every model and task)"),
+    ("synthetic", "paper"): Inference(
         units=("seed",), clusters=("seed",),
         population="these shapes and CE levels; new synthetic samples (seeds)"),
-    # three networks make three clusters: the interval is honest but wide, and
-    # no paired test of three values can hold its rate without normality
-    "calibrators": Inference(
+    # each (network, validation draw) is an independent fit of every calibrator
+    ("calibrators", "draws"): Inference(
+        units=("arch", "draw"), clusters=("arch", "draw"), min_clusters=4,
+        population="these networks; new validation sets (each (model, draw) one unit)"),
+    # one fit per network: three networks make three clusters, and no paired
+    # test of three values can hold its rate without normality
+    ("calibrators", "paper"): Inference(
         units=("arch",), clusters=("arch",), min_clusters=4,
         population="new networks like these (each network one unit)"),
 }
+#: the design of each source: the frame column that records it and its
+#: value when the column is absent (frames written before the column existed)
+DESIGN_COLUMN = {"scores": SCORE_DESIGN, "calibrators": CALIBRATOR_DRAW}
 WORDS = {"arch": "model"}
 
 
-def inference_for(source: str, measure: str = "") -> Inference:
+def design_of(source: str, frame: pd.DataFrame | None = None) -> str:
+    """The design a frame of ``source`` was made under (module docstring):
+    ``independent`` or ``paper`` for scores (the ``subsets`` column, one value
+    per frame), ``draws`` or ``paper`` for calibrators (a ``draw`` column);
+    ``paper`` for synthetic rows and for frames without the column."""
+    col = DESIGN_COLUMN.get(source)
+    if col is None or frame is None or col not in frame.columns or frame.empty:
+        return "paper"
+    if source == "calibrators":
+        return "draws"
+    values = pd.unique(frame[col].dropna())
+    if len(values) != 1:
+        raise ValueError(f"the {source} rows mix test-subset designs {sorted(map(str, values))}; "
+                         f"tables compare rows of one design")
+    if values[0] not in ("independent", "paper"):
+        raise ValueError(f"unknown test-subset design {values[0]!r} in column {col!r}")
+    return str(values[0])
+
+
+def inference_for(source: str, measure: str = "",
+                  frame: pd.DataFrame | None = None) -> Inference:
     """The :class:`Inference` of a frame (``scores``, ``calibrators``,
-    ``synthetic``) and measure (Spearman correlations of the scores frame
-    are per (model, task, size, seed, evaluator), hence their own units)."""
+    ``synthetic``) and measure under the design recorded in ``frame``
+    (:func:`design_of`; None: the conservative ``paper`` design). Spearman
+    correlations of the scores frame are per (model, task, size, seed,
+    evaluator), hence their own units."""
+    if source not in {s for s, _ in INFERENCE}:
+        raise ValueError(f"unknown source {source!r}; known: "
+                         f"{sorted({s for s, _ in INFERENCE} - {'spearman'})}")
+    design = design_of(source, frame)
     if source == "scores" and measure.startswith("spearman"):
-        return INFERENCE["spearman"]
-    if source not in INFERENCE:
-        raise ValueError(f"unknown source {source!r}; known: {sorted(INFERENCE)}")
-    return INFERENCE[source]
+        source = "spearman"
+    return INFERENCE[(source, design)]
 
 
 def scale_for(measure: str) -> float:

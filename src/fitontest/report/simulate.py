@@ -9,12 +9,19 @@ scale, a sum of
   interaction — the networks, tasks and calibrators the study happens to
   have;
 - **random effects of the test subsets**, drawn afresh per seed and nested
-  as the study nests them: one per seed (every unit of a seed shares the test
-  images, docs/methods.md §6.2), per (seed, model), per (seed, model, task),
-  per (seed, model, task, calibrator) (the calibrators of one (model, task,
-  seed) share images and scores: a small share of their own), per test size
-  (shrinking as 1/sqrt(size)), and per evaluator (its own fit on the same
-  data).
+  as the study nests them: one per seed, per (seed, model), per (seed, model,
+  task), per (seed, model, task, calibrator) (the calibrators of one (model,
+  task, seed) share images and scores: a small share of their own), per test
+  size (shrinking as 1/sqrt(size)), and per evaluator (its own fit on the
+  same data), and per evaluator and draw of test images (``seed_evaluator``:
+  how well one evaluator happens to do on one draw of images, shared by the
+  calibrators and sizes drawn from it). ``design`` says what the units share (docs/methods.md §6.2):
+  ``paper`` — every unit of a seed shares the test images, so the seed and
+  (seed, model) effects are common to all its units; ``independent`` — the
+  images are drawn per (model, task, seed), so those effects are drawn per
+  (model, task, seed) instead, with the same variances: the same noise per
+  unit, the same compute, only the dependence differs. The frames carry the
+  design in the ``subsets`` column, as the study's do.
 
 ``population_mean`` gives each row's expectation over the random effects
 (lognormal: ``exp(fixed + sum of variances / 2)``), the target of an interval
@@ -29,7 +36,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from fitontest.study.schema import SCORE_COLUMNS
+from fitontest.study.schema import SCORE_COLUMNS, SCORE_DESIGN
 
 #: Standard deviations (log scale) of the random effects of the test subsets and
 #: of the fixed effects. Chosen so that the earlier procedure comes close to what
@@ -37,14 +44,14 @@ from fitontest.study.schema import SCORE_COLUMNS
 #: nominal 5 %, t-intervals over (model, task, calibrator, seed) units covering
 #: about 89 %); benchmarks/aa_verdicts.py measures 46 % and 91 % here.
 DEFAULT_RANDOM = {"seed": 0.02, "seed_arch": 0.04, "seed_task": 0.05, "seed_calibrator": 0.035,
-                  "size": 0.15, "evaluator": 0.05}
+                  "size": 0.15, "evaluator": 0.05, "seed_evaluator": 0.0}
 #: A world where the units of a seed move together more strongly.
 STRONG_SHARING = {"seed": 0.06, "seed_arch": 0.08, "seed_task": 0.10, "seed_calibrator": 0.03,
-                  "size": 0.12, "evaluator": 0.04}
+                  "size": 0.12, "evaluator": 0.04, "seed_evaluator": 0.0}
 #: Independent units: nothing shared within a seed (only the selection of the best
 #: can mislead a procedure here).
 NO_SHARING = {"seed": 0.0, "seed_arch": 0.0, "seed_task": 0.0, "seed_calibrator": 0.0,
-              "size": 0.15, "evaluator": 0.05}
+              "size": 0.15, "evaluator": 0.05, "seed_evaluator": 0.0}
 DEFAULT_FIXED = {"arch": 0.1, "task": 0.1, "arch_task": 0.08, "calibrator": 0.1,
                  "interaction": 0.05}
 
@@ -67,8 +74,11 @@ class ScoreWorld:
     base: float = 0.01
     measure: str = "cmee"
     seed: int = 0                     # the world's fixed effects
+    design: str = "paper"             # what the units of a seed share (module docstring)
 
     def __post_init__(self):
+        if self.design not in ("paper", "independent"):
+            raise ValueError(f"design must be 'paper' or 'independent', got {self.design!r}")
         unknown = (set(self.random_sd) - set(DEFAULT_RANDOM)) | (set(self.fixed_sd)
                                                                  - set(DEFAULT_FIXED))
         if unknown:
@@ -103,7 +113,7 @@ class ScoreWorld:
         g = self._grid
         rs = self.random_sd
         var = (rs["seed"] ** 2 + rs["seed_arch"] ** 2 + rs["seed_task"] ** 2
-               + rs["seed_calibrator"] ** 2 + rs["evaluator"] ** 2
+               + rs["seed_calibrator"] ** 2 + rs["evaluator"] ** 2 + rs["seed_evaluator"] ** 2
                + self._size_sd(g["iz"].to_numpy()) ** 2)
         out = self._labels(g)
         out["mean"] = self.base * np.exp(g["fixed"].to_numpy() + var / 2)
@@ -131,20 +141,27 @@ class ScoreWorld:
         labels = self._labels(g)
         for s in seeds:
             rng = np.random.default_rng([*map(int, np.atleast_1d(rng_seed)), int(s), 29])
-            u = rng.normal(0, rs["seed"])
-            v = rng.normal(0, rs["seed_arch"], a)
+            # paper: one effect per seed and per (seed, model), shared by the tasks;
+            # independent: every (model, task) of the seed has its own draw
+            shape = (a, t) if self.design == "independent" else (1, 1)
+            u = rng.normal(0, rs["seed"], shape)
+            v = rng.normal(0, rs["seed_arch"], (a, shape[1]))
             w = rng.normal(0, rs["seed_task"], (a, t))
             z = rng.normal(0, rs["seed_calibrator"], (a, t, c))
             eps = rng.normal(0, 1.0, (a, t, c, len(self.sizes)))[ia, it, ic, iz] * self._size_sd(iz)
             ev = rng.normal(0, rs["evaluator"], len(g))
-            logx = g["fixed"].to_numpy() + u + v[ia] + w[ia, it] + z[ia, it, ic] + eps + ev
+            ua, ut = (ia, it) if self.design == "independent" else (0 * ia, 0 * it)
+            # drawn last, so that the earlier effects keep their random streams
+            se = rng.normal(0, rs["seed_evaluator"], (len(self.effects), *shape))
+            logx = (g["fixed"].to_numpy() + u[ua, ut] + v[ia, ut] + w[ia, it] + z[ia, it, ic]
+                    + eps + ev + se[ie, ua, ut])
             f = labels.copy()
             f["seed"] = int(s)
             f[self.measure] = self.base * np.exp(logx)
             parts.append(f)
         out = pd.concat(parts, ignore_index=True)
         out["truth"] = truth
-        return out.reindex(columns=SCORE_COLUMNS)
+        return out.reindex(columns=SCORE_COLUMNS).assign(**{SCORE_DESIGN: self.design})
 
 
 def relabel_as_evaluators(frame: pd.DataFrame, groups: Sequence[Sequence[int]],

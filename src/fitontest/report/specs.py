@@ -48,8 +48,8 @@ from .table import Table, sections
 
 # Friedman blocks: the units of the policy (descriptive: blocks of one seed
 # share test images, so the Friedman p-value is optimistic; the caption says so)
-SCORE_BLOCKS = policy.INFERENCE["scores"].units
-SPEARMAN_BLOCKS = policy.INFERENCE["spearman"].units
+SCORE_BLOCKS = policy.INFERENCE[("scores", "independent")].units
+SPEARMAN_BLOCKS = policy.INFERENCE[("spearman", "independent")].units
 
 FILTERS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
     "all": lambda f: pd.Series(True, index=f.index),
@@ -75,15 +75,16 @@ class TableSpec:
     where: str = "all"
     section_by: str | None = None
     stat: str = "interval"
-    inference: Inference | None = None    # None: the policy's for source and measure
+    inference: Inference | None = None    # None: the policy's for source, measure and design
     blocks: tuple | None = None
     lower_is_better: bool = True
     scale: float | None = None            # None: the policy's for the measure
     decimals: int | None = None
 
-    @property
-    def inf(self) -> Inference:
-        return self.inference or inference_for(self.source, self.measure)
+    def inf(self, frame: pd.DataFrame | None = None) -> Inference:
+        """The units and clusters of the cells: the spec's own, else the
+        policy's for its source and measure under ``frame``'s design."""
+        return self.inference or inference_for(self.source, self.measure, frame)
 
     @property
     def factor(self) -> float:
@@ -282,7 +283,8 @@ def _stack(parts: list[tuple[str | None, pd.DataFrame]]) -> pd.DataFrame:
     return parts[0][1] if parts[0][0] is None else sections(parts)
 
 
-def _friedman_note(spec: TableSpec, data: pd.DataFrame, col: str, cols: list):
+def _friedman_note(spec: TableSpec, data: pd.DataFrame, col: str, cols: list,
+                   inf: Inference):
     block_mat = data.groupby(list(spec.blocks) + [spec.columns], sort=False)[col].mean()\
         .unstack(spec.columns).reindex(columns=cols)
     block_mat.columns.name = None
@@ -293,7 +295,7 @@ def _friedman_note(spec: TableSpec, data: pd.DataFrame, col: str, cols: list):
     return block_mat, p, (f"Friedman test over {nb} blocks = {_words(spec.blocks)}, each "
                           f"averaged over the table's rows, and the {nm} methods defined in "
                           f"every block: χ² = {stat:.1f}, p = {p:.2g} (descriptive: blocks "
-                          f"that share a {_words(spec.inf.clusters)} cluster are not "
+                          f"that share a {_words(inf.clusters)} cluster are not "
                           f"independent, so this p-value is optimistic).")
 
 
@@ -344,7 +346,7 @@ def build(spec: TableSpec, frames: Mapping[str, pd.DataFrame | None], truth: str
     ranked = spec.stat == "interval"
     extra = {}
     if ranked:
-        inf = spec.inf
+        inf = spec.inf(f)
         cells = [(lab, aggregate_units(d, col, rows, inf.units, columns=spec.columns,
                                        scale=spec.factor, column_order=cols, level=level,
                                        clusters=inf.clusters))
@@ -359,7 +361,7 @@ def build(spec: TableSpec, frames: Mapping[str, pd.DataFrame | None], truth: str
                      not_worse=_stack([(lab, m[0] | m[1]) for lab, m in marks]))
         notes.insert(0, policy.method_note(inf, level, alpha))
         if spec.blocks:
-            extra["blocks"], extra["friedman_p"], note = _friedman_note(spec, data, col, cols)
+            extra["blocks"], extra["friedman_p"], note = _friedman_note(spec, data, col, cols, inf)
             notes.append(note)
     else:
         stat = "mean" if spec.stat == "mean" else spec.stat

@@ -150,36 +150,60 @@ def pairwise_t(wide) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return mean, p, n
 
 
+def pairwise_better(wide: pd.DataFrame, *, lower_is_better: bool = True,
+                    alpha: float = 0.05, min_clusters: int = 3) -> pd.DataFrame:
+    """Columns x columns: True where the row's column is significantly better
+    than the column's.
+
+    ``wide``: one row per independent cluster, one column per method (NaN
+    allowed). Every pair is tested (two-sided paired t, :func:`pairwise_t`)
+    and the p-values of all m(m-1)/2 pairs are Holm-corrected together, so
+    the whole matrix holds with family-wise error ``alpha``. Pairs with fewer
+    than ``min_clusters`` shared clusters are not tested (never significant).
+    """
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    x = wide.to_numpy(dtype=np.float64)
+    m = x.shape[1]
+    out = np.zeros((m, m), dtype=bool)
+    if m >= 2 and np.isfinite(x).any(axis=0).sum() >= 2:
+        mean, p, n = pairwise_t(x)
+        p = np.where(n >= max(2, min_clusters), p, 1.0)
+        i, j = np.triu_indices(m, 1)
+        rej = holm(p[i, j]) < alpha
+        diff = mean[i, j] if lower_is_better else -mean[i, j]   # < 0: column i is better
+        out[i[rej & (diff < 0)], j[rej & (diff < 0)]] = True
+        out[j[rej & (diff > 0)], i[rej & (diff > 0)]] = True
+    return pd.DataFrame(out, index=wide.columns, columns=wide.columns)
+
+
+def rank_bounds(better: pd.DataFrame) -> pd.DataFrame:
+    """Simultaneous bounds of every method's rank (1 = best) from
+    :func:`pairwise_better`: ``lo`` = 1 + the number of methods significantly
+    better than it, ``hi`` = m - the number significantly worse. They hold
+    together whenever every significant pair is ordered truly."""
+    b = better.to_numpy(dtype=bool)
+    m = b.shape[0]
+    return pd.DataFrame({"lo": 1 + b.sum(axis=0), "hi": m - b.sum(axis=1)},
+                        index=better.index)
+
+
 def significance_markers(wide: pd.DataFrame, *, lower_is_better: bool = True,
                          alpha: float = 0.05, min_clusters: int = 3) -> pd.Series:
     """True for every column not significantly worse than any other column.
 
     ``wide``: one row per independent cluster, one column per method (NaN
-    allowed). All pairs are tested (two-sided paired t, :func:`pairwise_t`),
-    Holm over the row's pairs; a column is False when it has no value or a
+    allowed). All pairs are tested (:func:`pairwise_better`: two-sided paired
+    t, Holm over the row's pairs); a column is False when it has no value or a
     rejected pair has it worse. Pairs with fewer than ``min_clusters`` shared
     clusters are not tested: with too few clusters every column with a value
     is True (not distinguishable).
     """
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
-    x = wide.to_numpy(dtype=np.float64)
-    defined = np.isfinite(x).any(axis=0)
-    out = pd.Series(defined, index=wide.columns, dtype=bool)
-    m = x.shape[1]
-    if m < 2 or defined.sum() < 2:
-        return out
-    mean, p, n = pairwise_t(x)
-    p = np.where(n >= max(2, min_clusters), p, 1.0)
-    i, j = np.triu_indices(m, 1)
-    padj = holm(p[i, j])
-    rej = padj < alpha
-    diff = mean[i, j] if lower_is_better else -mean[i, j]   # > 0: column i is worse
-    worse = np.zeros(m, dtype=bool)
-    worse[i[rej & (diff > 0)]] = True
-    worse[j[rej & (diff < 0)]] = True
-    out[:] = defined & ~worse
-    return out
+    defined = np.isfinite(wide.to_numpy(dtype=np.float64)).any(axis=0)
+    better = pairwise_better(wide, lower_is_better=lower_is_better, alpha=alpha,
+                             min_clusters=min_clusters)
+    worse = better.to_numpy().any(axis=0)
+    return pd.Series(defined & ~worse, index=wide.columns, dtype=bool)
 
 
 def complete_blocks(wide: pd.DataFrame) -> pd.DataFrame:

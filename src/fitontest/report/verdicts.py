@@ -2,11 +2,11 @@
 coverage and a replication check (docs/methods.md §11.7).
 
 A **procedure** (:class:`Procedure`) is what a ranked table does with a
-frame: units and independent clusters (:class:`.policy.Inference`), the
-cluster t-interval of every cell and a marker function. :data:`NEW` is the
-policy's; :data:`OLD` the earlier rule (every (model, task, calibrator, seed)
-an independent unit, the best column by mean, one-sided Wilcoxon of the
-others against it, Holm).
+frame: units and independent clusters (:class:`.policy.Inference`; None =
+the policy's for the frame's design), the cluster t-interval of every cell
+and a marker function. :data:`NEW` is the policy's; :data:`OLD` the earlier
+rule (every (model, task, calibrator, seed) an independent unit, the best
+column by mean, one-sided Wilcoxon of the others against it, Holm).
 
 - :func:`aa_rate`: frames in which no difference exists (one evaluator's
   independent test seeds relabelled as several "evaluators",
@@ -42,12 +42,15 @@ from .stats import best_vs_rest_wilcoxon, significance_markers
 @dataclass(frozen=True)
 class Procedure:
     name: str
-    inference: policy.Inference
+    inference: policy.Inference | None     # None: the policy's for the frame's design
     markers: Callable[..., pd.Series]
+
+    def inf(self, frame: pd.DataFrame, measure: str = "") -> policy.Inference:
+        return self.inference or policy.inference_for("scores", measure, frame)
 
     def cells(self, frame: pd.DataFrame, measure: str, rows: Sequence[str],
               level: float = policy.LEVEL):
-        inf = self.inference
+        inf = self.inf(frame, measure)
         return aggregate_units(frame, measure, list(rows), inf.units, clusters=inf.clusters,
                                level=level)
 
@@ -63,17 +66,17 @@ class Procedure:
                 continue
             kw = {"alpha": alpha}
             if self.markers is significance_markers:
-                kw["min_clusters"] = self.inference.min_clusters
+                kw["min_clusters"] = self.inf(frame, measure).min_clusters
             marked = self.markers(wide, lower_is_better=True, **kw)
             defined = wide.notna().any(axis=0)
             out.append(bool((defined & ~marked.reindex(wide.columns).fillna(False)).any()))
         return np.asarray(out)
 
 
-_SCORES = policy.INFERENCE["scores"]
-NEW = Procedure("new: seed clusters, all pairs, Holm", _SCORES, significance_markers)
+_UNITS = policy.INFERENCE[("scores", "independent")].units
+NEW = Procedure("new: the design's clusters, all pairs, Holm", None, significance_markers)
 OLD = Procedure("old: (model, task, calibrator, seed) units, Wilcoxon vs best",
-                policy.Inference(units=_SCORES.units, clusters=_SCORES.units, min_clusters=2,
+                policy.Inference(units=_UNITS, clusters=_UNITS, min_clusters=2,
                                  population="(treated as independent units)"),
                 best_vs_rest_wilcoxon)
 
@@ -193,3 +196,45 @@ def replication(world: ScoreWorld, procedures: Sequence[Procedure] = (OLD, NEW),
                           "predict": np.mean(pred[p.name]),
                           "expected_capture": expected_capture(seeds, level),
                           "replicates": n_rep} for p in procedures])
+
+
+def power(world: ScoreWorld, procedure: Procedure = NEW, *, n_rep: int = 200, seeds: int = 3,
+          rows: Sequence[str] = (), alpha: float = policy.ALPHA,
+          rng_seed: int = 3) -> pd.DataFrame:
+    """Share of truly different pairs of evaluators (different ``world.effects``)
+    that ``procedure``'s pairwise tests (:func:`.stats.pairwise_better`, Holm
+    over each table row's pairs) order correctly (``detected``) and wrongly
+    (``reversed``), and of equal pairs called different (``false``), per true
+    log-scale gap. One line per gap; Monte-Carlo SE over replicates."""
+    from .stats import pairwise_better
+
+    eff = pd.Series(dict(world.effects), dtype=np.float64)
+    names = list(eff.index)
+    gaps = np.abs(eff.to_numpy()[:, None] - eff.to_numpy()[None, :])
+    stats: dict[float, list] = {}
+    for r in range(int(n_rep)):
+        f = world.draw(seeds, rng_seed=[rng_seed, r])
+        inf = procedure.inf(f, world.measure)
+        cells = procedure.cells(f, world.measure, rows)
+        for label, wide in cells.units.items():
+            b = pairwise_better(wide[names], alpha=alpha, min_clusters=inf.min_clusters)
+            b = b.to_numpy()
+            for i in range(len(names)):
+                for j in range(i + 1, len(names)):
+                    g = round(float(gaps[i, j]), 6)
+                    truly_i = eff.iloc[i] < eff.iloc[j]          # i better (lower) in truth
+                    right = b[i, j] if truly_i else b[j, i]
+                    wrong = b[j, i] if truly_i else b[i, j]
+                    stats.setdefault(g, []).append((r, bool(right), bool(wrong)))
+    out = []
+    for g, v in sorted(stats.items()):
+        a = pd.DataFrame(v, columns=["rep", "right", "wrong"]).groupby("rep").mean()
+        se = lambda x: float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else np.nan  # noqa: E731
+        if g == 0:
+            rate = a["right"] + a["wrong"]     # any call on an equal pair is false
+            out.append({"gap": g, "detected": np.nan, "reversed": np.nan,
+                        "false": rate.mean(), "mc_se": se(rate), "pairs": len(v)})
+        else:
+            out.append({"gap": g, "detected": a["right"].mean(), "reversed": a["wrong"].mean(),
+                        "false": np.nan, "mc_se": se(a["right"]), "pairs": len(v)})
+    return pd.DataFrame(out)

@@ -194,4 +194,10 @@ def check_pseudo_real(config: Mapping[str, Any]) -> None:
         raise ConfigError(f"config key 'evaluation.sizes': the subsets of one seed take "
                           f"{' + '.join(map(str, sorted(ev['sizes'])))} = {total} hold-out "
                           f"points, more than split.n_holdout = {n_holdout}")
+    draws, n_val = cal.get("draws", 0), config["split"]["n_val"]
+    if draws * n_val > n_holdout // 2:
+        raise ConfigError(f"config key 'calibrators.draws': {draws} validation draws of "
+                          f"split.n_val = {n_val} points need {draws * n_val} hold-out points, "
+                          f"more than half of split.n_holdout = {n_holdout}; reduce the draws "
+                          f"or increase split.n_holdout")
     _source_facts(config, check=True)

@@ -7,7 +7,8 @@
 rule ece_ew10_external:
     input:
         calibrated="results/{exp}/calibrated/{arch}/{task}/{calibrator}.npz",
-        subsets="results/{exp}/data/subsets.npz",
+        # the test subsets of this (network, task): keys size{n}_seed{r}
+        subsets="results/{exp}/data/subsets/{arch}/{task}.npz",
     output:
         # the map at every hold-out score is large on a 1M hold-out: temporary,
         # deleted once scored

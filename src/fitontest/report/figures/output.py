@@ -143,7 +143,8 @@ def _summaries(scores_df, out_dir: Path, name: str, truth, measures, tasks="all"
         fig.legends[-1].set_title(f"by mean {measures[0]}" if first is not None else None,
                                   prop={"size": 7.5})
     kind = "synthetic" if "ce_level" in f.columns else "scores"
-    fig.suptitle(f"bars: 95 % intervals; population: {policy.INFERENCE[kind].population}",
+    fig.suptitle(f"bars: 95 % intervals; population: "
+                 f"{policy.inference_for(kind, frame=f).population}",
                  fontsize=8)
     return save(fig, out_dir / name)
 

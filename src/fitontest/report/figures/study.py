@@ -101,7 +101,7 @@ def summary_by_size(scores_df: pd.DataFrame, measure: str = "cmee", *, truth: st
         col = "spearman"
     else:
         data, col = f, measure
-    inf = policy.inference_for("synthetic" if synthetic else "scores", measure)
+    inf = policy.inference_for("synthetic" if synthetic else "scores", measure, f)
     cells = aggregate_units(data, col, ["size"], inf.units, scale=policy.scale_for(measure),
                             column_order=order_, clusters=inf.clusters)
     mean = cells.mean

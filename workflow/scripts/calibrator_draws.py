@@ -1,0 +1,12 @@
+"""Rule calibrator_draws: every calibrator refitted on further validation draws (Table 2)."""
+from fitontest.core.io import load_npz, save_parquet, script_logger
+from fitontest.core.runtime import limit_threads
+from fitontest.study.draws import calibrator_draws
+
+log = script_logger(snakemake.log[0])
+limit_threads(snakemake.threads)
+p = snakemake.params
+rows = calibrator_draws(load_npz(snakemake.input.holdout), p.n_val, p.draws, p.tasks,
+                        p.multiclass, p.binary, p.truths, arch=snakemake.wildcards.arch,
+                        config_params=p.family_params, seed=p.seed, log=log.info)
+save_parquet(rows, snakemake.output[0])
