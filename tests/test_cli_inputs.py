@@ -192,3 +192,47 @@ def test_no_traceback_reaches_the_shell(tmp_path):
                           str(tmp_path / "r.npz")], capture_output=True, text=True, env=env)
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+
+
+# --- array names of shared prediction files (issue 34) --------------------------
+
+@pytest.mark.parametrize("labels", ["labels", "label", "y", "y_true", "target", "targets",
+                                    "ground_truth", "GROUND_TRUTH"])
+@pytest.mark.parametrize("preds", ["probs", "probabilities", "predictions", "logits", "scores"])
+def test_common_array_names_are_recognised(data, tmp_path, capsys, preds, labels):
+    z, p, y = data
+    held = z if preds == "logits" else p
+    np.savez(tmp_path / "f.npz", **{preds: held, labels: y})
+    out = ok(capsys, tmp_path / "f.npz", "--evaluator", "ece_es15")
+    want = fitontest.evaluate(p, y, evaluator="ece_es15").estimate
+    assert estimate_of(out.out) == pytest.approx(want, abs=1e-6)
+    said = [ln for ln in out.err.splitlines() if ln.startswith("fitontest evaluate: read ")]
+    if preds in ("probs", "logits") and labels == "labels":
+        assert out.err == ""                      # the documented names: nothing to say
+    else:
+        assert len(said) == 1 and f"{preds!r} as " in said[0], out.err
+
+
+def test_predictions_or_scores_holding_logits_are_read_as_logits(data, tmp_path, capsys):
+    z, p, y = data
+    np.savez(tmp_path / "s.npz", scores=z, ground_truth=y)
+    out = ok(capsys, tmp_path / "s.npz", "--evaluator", "ece_es15")
+    assert estimate_of(out.out) == pytest.approx(
+        fitontest.evaluate(p, y, evaluator="ece_es15").estimate, abs=1e-6)
+    assert ("read 'scores' as logits (its rows are not probabilities) and 'ground_truth' as "
+            "labels") in out.err
+
+
+def test_two_label_or_prediction_candidates_are_listed(data, tmp_path, capsys):
+    _, p, y = data
+    np.savez(tmp_path / "two.npz", predictions=p, y=y, ground_truth=y)
+    line = fail(capsys, tmp_path / "two.npz")
+    assert "2 arrays could be the labels: 'y', 'ground_truth'" in line and "--labels-key" in line
+    np.savez(tmp_path / "twop.npz", probs=p, scores=p, labels=y)
+    line = fail(capsys, tmp_path / "twop.npz")
+    assert "'probs', 'scores'" in line and "--key" in line
+    # naming one settles it
+    ok(capsys, tmp_path / "two.npz", "--labels-key", "y", "--evaluator", "ece_es15")
+    table = pd.DataFrame(p, columns=[f"p{k}" for k in range(3)]).assign(y=y, target=y)
+    table.to_csv(tmp_path / "t.csv", index=False)
+    assert "'y', 'target'" in fail(capsys, tmp_path / "t.csv")

@@ -3,6 +3,7 @@ import pickle
 
 import numpy as np
 import pytest
+from scipy.special import log_softmax, softmax
 
 from fitontest.data import logits as L
 from fitontest.data import sources
@@ -130,9 +131,14 @@ def test_config_check_reads_every_file_before_any_job(tmp_path):
     check_config(_real_config(tmp_path))
     with pytest.raises(ConfigError, match=r"tasks.c9.*0..4"):
         check_config(_real_config(tmp_path, tasks={"c9": 9}))
-    with pytest.raises(ConfigError, match=r"evaluation.sizes.*60 test points"):
-        check_config(_real_config(tmp_path, evaluation={
-            "calibrators": ["temps"], "sizes": [100], "seeds": [0], "evaluators": []}))
+    # a size above the test set is capped at it (and said), not an error
+    big = _real_config(tmp_path, evaluation={"calibrators": ["temps"], "sizes": [20, 100, 200],
+                                             "seeds": [0], "evaluators": []})
+    check_config(big)
+    facts = L.study_facts(big)
+    assert facts["sizes"] == [20, 60] and facts["n_test"] == 60
+    assert any("capped at the 60 test points" in n for n in facts["notes"])
+    assert L.study_facts(_real_config(tmp_path))["notes"] == []
     _write_npz(tmp_path / "broken.npz", d, logits_test=np.full((60, 5), np.inf))
     with pytest.raises(ConfigError, match=r"'logits'.*broken\.npz: test logits contain NaN"):
         check_config(_real_config(tmp_path))
@@ -148,3 +154,128 @@ def test_real_subsets_are_the_papers_disjoint_slices():
     assert np.array_equal(sub[(10_000, 0)], np.arange(10_000))
     with pytest.raises(ValueError, match="must lie in"):
         L.real_subsets(500, [1000])
+
+
+def test_real_sizes_cap_at_the_test_set():
+    assert L.real_sizes([1000, 3000, 10000], 10000) == [1000, 3000, 10000]
+    assert L.real_sizes([1000, 3000, 10000], 5000) == [1000, 3000, 5000]
+    assert L.real_sizes([3000, 1000, 10000], 2000) == [1000, 2000]
+    assert L.real_sizes([1000], 500) == [500]
+
+
+# --- probabilities in a logit file (issue 34) ---------------------------------
+
+def _as_probs(d, dtype=np.float32):
+    return {p: (softmax(z.astype(np.float64), axis=1).astype(dtype), y) for p, (z, y) in d.items()}
+
+
+def _as_logprobs(d):
+    return {p: (log_softmax(z.astype(np.float64), axis=1), y) for p, (z, y) in d.items()}
+
+
+@pytest.mark.parametrize("layout", ["npz", "pickle"])
+def test_auto_reads_probabilities_as_their_logs(tmp_path, layout):
+    d = _data(k=10)
+    write = L.write_npz if layout == "npz" else L.write_pickle
+    write(tmp_path / f"p.{layout}", _as_probs(d, np.float32))
+    write(tmp_path / f"z.{layout}", d)
+    got = L.load(tmp_path / f"p.{layout}")
+    assert got.kind == "probabilities" and "read as probabilities" in got.notes[0]
+    ref = _as_logprobs(d)
+    for part in ("val", "test"):
+        # the logs of float32 probabilities: the log-probabilities to float32 rounding
+        np.testing.assert_allclose(got.data[part][0], ref[part][0], rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(got.data[part][1], d[part][1])
+        # softmax gives the probabilities back
+        np.testing.assert_allclose(softmax(got.data[part][0], axis=1),
+                                   softmax(d[part][0].astype(float), axis=1), atol=1e-6)
+    plain = L.load(tmp_path / f"z.{layout}")
+    assert plain.kind == "logits" and plain.notes == []
+    _same(plain.data, d)
+    # said kinds: probabilities on probabilities is the same; logits on them stops
+    np.testing.assert_array_equal(L.read_logits(tmp_path / f"p.{layout}", kind="probabilities")
+                                  ["test"][0], got.data["test"][0])
+    with pytest.raises(ValueError, match=rf"p\.{layout}: logits.kind is 'logits' but every row "
+                                         r"is a probability vector.*set logits.kind: "
+                                         r"probabilities"):
+        L.read_logits(tmp_path / f"p.{layout}", kind="logits")
+    with pytest.raises(ValueError, match=rf"z\.{layout}: logits.kind is 'probabilities' but "
+                                         r"\w+ row \d+ has a negative entry"):
+        L.read_logits(tmp_path / f"z.{layout}", kind="probabilities")
+
+
+def test_zero_probabilities_are_clipped_and_mixed_files_stop(tmp_path):
+    d = _as_probs(_data(k=5), np.float64)
+    z, y = d["test"]
+    z[0] = [1.0, 0.0, 0.0, 0.0, 0.0]
+    L.write_npz(tmp_path / "p.npz", d)
+    got = L.load(tmp_path / "p.npz")
+    assert got.kind == "probabilities" and "4 zeros clipped" in got.notes[0]
+    assert np.isfinite(got.data["test"][0]).all()
+    assert softmax(got.data["test"][0][0])[0] == pytest.approx(1.0)
+    # most rows probabilities, one not: neither guess is safe
+    z[3] = [0.5, 0.6, 0.0, 0.0, 0.0]
+    L.write_npz(tmp_path / "mixed.npz", d)
+    with pytest.raises(ValueError, match=r"mixed\.npz: 99 of 100 rows are probabilities.*test "
+                                         r"row 3 is not"):
+        L.read_logits(tmp_path / "mixed.npz")
+    # float16 probabilities: rows off 1 by their rounding still count
+    h = _as_probs(_data(k=10), np.float16)
+    L.write_npz(tmp_path / "h.npz", h)
+    assert L.load(tmp_path / "h.npz").kind == "probabilities"
+
+
+def test_kind_logits_on_probabilities_stops_before_any_job(tmp_path):
+    L.write_npz(tmp_path / "softmax_net.npz", _as_probs(_data()))
+    check_config(_real_config(tmp_path))              # auto: fine
+    cfg = _real_config(tmp_path, logits={"dir": str(tmp_path), "kind": "logits"})
+    with pytest.raises(ConfigError) as err:
+        check_config(cfg)
+    line = str(err.value)
+    assert "\n" not in line
+    assert "softmax_net.npz" in line and "set logits.kind: probabilities (or auto)" in line
+    facts = L.study_facts(_real_config(tmp_path))
+    assert any(n.startswith("softmax_net.npz: read as probabilities") for n in facts["notes"])
+
+
+# --- array names of a one-pair npz (issue 34) ----------------------------------
+
+@pytest.mark.parametrize("labels", ["labels", "y", "y_true", "target", "targets",
+                                    "ground_truth", "Label"])
+@pytest.mark.parametrize("preds", ["probs", "probabilities", "predictions", "logits", "scores"])
+def test_common_array_names_are_found(tmp_path, preds, labels):
+    z, y = _data(k=4)["test"]
+    np.savez(tmp_path / "m.npz", **{preds: z, labels: y})
+    f = L.load(tmp_path / "m.npz", split={"n_val": 0.5, "seed": 1})
+    assert len(f.data["val"][1]) == 30 and len(f.data["test"][1]) == 30
+    both = np.sort(np.concatenate([f.data["val"][1], f.data["test"][1]]))
+    np.testing.assert_array_equal(both, np.sort(y))
+    guessed = [n for n in f.notes if n.startswith("arrays guessed")]
+    if (preds, labels) == ("logits", "labels"):
+        assert guessed == []
+    else:
+        assert len(guessed) == 1 and all(repr(k) in guessed[0] for k in (preds, labels)
+                                         if k not in ("logits", "labels"))
+
+
+def test_two_candidate_names_are_listed(tmp_path):
+    z, y = _data()["test"]
+    np.savez(tmp_path / "two.npz", predictions=z, y=y, ground_truth=y)
+    with pytest.raises(ValueError, match=r"two\.npz: 2 arrays could be the labels: 'y', "
+                                         r"'ground_truth'; name one with logits.keys.labels"):
+        L.read_logits(tmp_path / "two.npz", split={"n_val": 20})
+    np.savez(tmp_path / "preds.npz", probs=z, scores=z, labels=y)
+    with pytest.raises(ValueError, match=r"'probs', 'scores'; name one with logits.keys.logits"):
+        L.read_logits(tmp_path / "preds.npz", split={"n_val": 20})
+    # a name in logits.keys settles it
+    got = L.read_logits(tmp_path / "two.npz", keys={"labels": "y"}, split={"n_val": 20})
+    assert len(got["test"][1]) == 40
+
+
+def test_split_fraction_and_bad_split(tmp_path):
+    z, y = _data()["test"]
+    np.savez(tmp_path / "one.npz", logits=z, labels=y)
+    assert len(L.read_logits(tmp_path / "one.npz", split={"n_val": 0.25})["val"][1]) == 15
+    for bad in (1.5, 60, 0.001):
+        with pytest.raises(ValueError, match=r"one\.npz: logits.split.n_val"):
+            L.read_logits(tmp_path / "one.npz", split={"n_val": bad})

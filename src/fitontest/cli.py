@@ -117,7 +117,9 @@ def cmd_evaluate(args) -> int:
         except KeyError as err:
             raise ValueError(f"--evaluator {name}: {err} (evaluators are the calibration-map "
                              "families: `fitontest families` lists them)") from None
-    pred, y, is_logits = read_predictions(args.pred, args.labels, args.labels_key, args.key)
+    pred, y, is_logits = read_predictions(args.pred, args.labels, args.labels_key, args.key,
+                                          say=lambda line: print(f"fitontest evaluate: {line}",
+                                                                 file=sys.stderr))
     from_logits = args.from_logits or is_logits
     p = "max" if args.p == "max" else int(args.p)
     with warnings.catch_warnings(record=True) as caught:

@@ -29,13 +29,16 @@ def build_parser() -> argparse.ArgumentParser:
         description="Estimate the calibration error (CE) of a model's K-class predictions "
         "with one or\nmore evaluators (fitontest families lists them); the same numbers as "
         "fitontest.evaluate.\n\nPRED formats:\n"
-        "  .npz      keys probs | probabilities | logits | scores (or --key) and labels |\n"
-        "            label | y (or --labels-key); the key 'logits' implies --from-logits\n"
+        "  .npz      keys probs | probabilities | predictions | logits | scores (or --key)\n"
+        "            and labels | label | y | y_true | target | targets | ground_truth (or\n"
+        "            --labels-key), in any case; two candidates are an error. 'logits'\n"
+        "            implies --from-logits; 'predictions' / 'scores' are logits unless\n"
+        "            their rows are probabilities (a guessed name is said on stderr)\n"
         "  .npy      an n x K array (or n values: a binary model's P(class 1)); labels\n"
         "            from --labels\n"
         "  .csv / .parquet\n"
         "            one column per class (one column: P(class 1)) and a label column\n"
-        "            label | labels | y (or --labels-key); columns named id, index, idx,\n"
+        "            named as in .npz (or --labels-key); columns named id, index, idx,\n"
         "            sample, sample_id, image, image_id are ignored\n\n"
         "float16 / bfloat16 probabilities are accepted (rows may miss 1 by their rounding).\n"
         "Bad input: one line on stderr, exit status 2, nothing written.")
@@ -44,9 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--labels", metavar="FILE",
                     help="labels file (.npy, .npz, .csv, .parquet or text), when PRED has none")
     ev.add_argument("--labels-key", metavar="KEY",
-                    help="npz key or table column of the labels (default: labels, label, y)")
-    ev.add_argument("--key", metavar="KEY", help="npz key of the predictions (default: probs, "
-                    "probabilities, logits, scores, or the only 2-D array)")
+                    help="npz key or table column of the labels (default: the one of labels, "
+                    "label, y, y_true, target, targets, ground_truth)")
+    ev.add_argument("--key", metavar="KEY", help="npz key of the predictions (default: the one of "
+                    "probs, probabilities, predictions, logits, scores, or the only 2-D array)")
     ev.add_argument("--evaluator", action="append", metavar="NAME",
                     help="a calibration-map family from `fitontest families` (repeatable; "
                     "default ece_es_cv)")

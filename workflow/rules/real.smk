@@ -4,6 +4,16 @@
 # each size; no truth, so the table compares average CE estimates (as biases
 # against a row constant) with a pseudo-real run's biases.
 
+# How the files are read and which sizes fit their test sets (read once per parse,
+# remembered per file): probability files, guessed array names, split files and
+# capped sizes are said in import_logits' log and in bias.md's caption.
+if DATA_KIND == "logits":
+    from fitontest.data.logits import study_facts
+
+    REAL_FACTS = study_facts(config)
+else:
+    REAL_FACTS = {"sizes": [], "notes": []}
+
 
 rule import_logits:
     output:
@@ -32,7 +42,7 @@ rule real_subsets:
     log:
         logpath("real/subsets/{arch}.log"),
     params:
-        sizes=EVAL["sizes"],
+        sizes=REAL_FACTS["sizes"],
         seed=EVAL["seeds"][0],
     conda:
         CONDA_ENV
@@ -92,6 +102,9 @@ rule real_table:
     params:
         truth=config["real"]["truth"] or config["truth"][0],
         level=config["real"]["level"],
+        n_boot=config["real"]["n_boot"],
+        seed=config["seed"],
+        notes=REAL_FACTS["notes"],
     conda:
         CONDA_ENV
     script:

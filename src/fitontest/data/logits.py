@@ -20,10 +20,27 @@ Every model is one file; ``logits.dir`` is searched for ``*.npz``, ``*.p``,
 A model's name is its file stem with every character outside ``[A-Za-z0-9_]``
 replaced by ``_``.
 
+Files as people share them (docs/methods.md §12.1):
+
+- array names: a one-pair npz whose arrays are not named ``logits`` /
+  ``labels`` (nor in ``logits.keys``) is read from the one array named as
+  predictions (probs, probabilities, predictions, logits, scores) and the one
+  named as labels (labels, label, y, y_true, target, targets, ground_truth),
+  any case; two candidates are an error listing both
+  (fitontest.core.prediction_files);
+- probabilities: ``logits.kind`` ``auto`` (default) reads a file whose every
+  row is non-negative and sums to 1 within its dtype's tolerance as
+  probabilities and takes their log (zeros clipped to float32's smallest
+  normal number), so that the softmax of the logits gives the probabilities
+  back; ``logits`` on such a file is an error (the softmax of probabilities
+  is a squashed, near-uniform model: every CE would be wrong), and so is a
+  file in which at least half the rows, but not all, are probabilities;
+- ``logits.split.n_val`` may be a fraction of the rows (0.5: half).
+
 Checks (all before any job, :func:`check_config`; each error names the file
 and the problem): the file reads, the keys exist, logits are 2-D, real,
 finite, with at least 2 classes, the same K for validation and test, labels
-are integers of one value per logit row within 0..K-1.
+are integers of one value per logit row within 0..K-1, the kind of the rows.
 
 Pickles run code when loaded: read only files you trust (as with ``torch.load``).
 """
@@ -31,9 +48,14 @@ from __future__ import annotations
 
 import pickle
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from fitontest.core.prediction_files import (
+    LABEL_KEYS, PRED_KEYS, PROB_FLOOR, guess_name, log_probabilities, probability_rows,
+    row_sum_tolerance)
 
 from .sources import register_source
 
@@ -43,7 +65,19 @@ DEFAULT_KEYS = {"logits_val": "logits_val", "labels_val": "labels_val",
                 "logits_test": "logits_test", "labels_test": "labels_test",
                 "logits": "logits", "labels": "labels"}
 PARTS = ("val", "test")
+#: what the rows of a file hold (``logits.kind``); ``auto`` looks
+KINDS = ("auto", "logits", "probabilities")
 _CHECKED: dict[tuple, dict] = {}
+
+
+@dataclass
+class LogitFile:
+    """One file read: ``data`` ``{"val": (logits, labels), "test": ...}``, what its
+    rows held (``kind``: logits or probabilities) and the lines worth a log."""
+
+    data: dict
+    kind: str = "logits"
+    notes: list = field(default_factory=list)
 
 
 def simulate(n_val: int = 5000, n_test: int = 10000, n_classes: int = 10, *, seed: int = 0,
@@ -131,21 +165,40 @@ def model_files(config: dict) -> dict[str, Path]:
     return out
 
 
-def _read_raw(path: Path, keys: dict) -> tuple[dict, bool]:
+def _guess_pair(path: Path, have: list, keys: dict, given: dict) -> tuple[list, str]:
+    """The one-pair names of an npz: ``keys`` where present or named by the
+    user, else the file's one prediction and one label array (module doc)."""
+    names, guessed = [], []
+    for role, recognised, what in (("logits", PRED_KEYS, "predictions"),
+                                   ("labels", LABEL_KEYS, "labels")):
+        name = keys[role]
+        if name not in have and role not in given:
+            found = guess_name(have, recognised, what, str(path), f"logits.keys.{role}")
+            if found is not None:
+                name = found
+                guessed.append(f"{found!r} as {'predictions' if role == 'logits' else role}")
+        names.append(name)
+    return names, (f"arrays guessed by name: {', '.join(guessed)} (logits.keys names others)"
+                   if guessed else "")
+
+
+def _read_raw(path: Path, keys: dict, given: dict | None = None) -> tuple[dict, bool, str]:
     """The arrays of a file: (``{logits_val, labels_val, logits_test, labels_test}``
-    or ``{logits, labels}``, whether it holds one pair)."""
+    or ``{logits, labels}``, whether it holds one pair, a note on guessed names)."""
     if path.suffix.lower() == ".npz":
         try:
             with np.load(path, allow_pickle=False) as z:
-                have = set(z.files)
+                have = list(z.files)
                 four = [keys[k] for k in ("logits_val", "labels_val", "logits_test", "labels_test")]
-                two = [keys["logits"], keys["labels"]]
                 if all(k in have for k in four):
                     return {k: z[keys[k]] for k in
-                            ("logits_val", "labels_val", "logits_test", "labels_test")}, False
+                            ("logits_val", "labels_val", "logits_test", "labels_test")}, False, ""
+                two, note = _guess_pair(path, have, keys, given or {})
                 if all(k in have for k in two):
-                    return {"logits": z[two[0]], "labels": z[two[1]]}, True
+                    return {"logits": z[two[0]], "labels": z[two[1]]}, True, note
         except (OSError, ValueError) as e:
+            if "could be the" in str(e):      # two candidate names: the error says which
+                raise
             raise ValueError(f"{path}: cannot read as .npz ({e})") from None
         raise ValueError(f"{path}: missing keys {[k for k in four if k not in have]} (or the "
                          f"one-pair keys {two}); the file has {sorted(have)}; name yours in "
@@ -158,9 +211,10 @@ def _read_raw(path: Path, keys: dict) -> tuple[dict, bool]:
     try:
         if len(obj) == 2 and all(isinstance(p, (tuple, list)) and len(p) == 2 for p in obj):
             (lv, yv), (lt, yt) = obj
-            return {"logits_val": lv, "labels_val": yv, "logits_test": lt, "labels_test": yt}, False
+            return ({"logits_val": lv, "labels_val": yv, "logits_test": lt, "labels_test": yt},
+                    False, "")
         if len(obj) == 2:
-            return {"logits": obj[0], "labels": obj[1]}, True
+            return {"logits": obj[0], "labels": obj[1]}, True, ""
     except TypeError:
         pass
     raise ValueError(f"{path}: the pickle must hold ((logits_val, labels_val), (logits_test, "
@@ -200,43 +254,109 @@ def _check_pair(path: Path, part: str, logits, labels) -> tuple[np.ndarray, np.n
     return z.astype(np.float64), y
 
 
-def read_logits(path, keys: dict | None = None, split: dict | None = None
-                ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """``{"val": (logits, labels), "test": (logits, labels)}`` of one file, checked.
+def _kind_of(path: Path, raw: dict, kind: str) -> str:
+    """``logits`` or ``probabilities``: what the rows of a file's prediction
+    arrays (``raw``: {part: array as stored}) hold, checked against ``kind``."""
+    if kind not in KINDS:
+        raise ValueError(f"logits.kind {kind!r} is not one of {', '.join(KINDS)}")
+    rows = {part: probability_rows(a) for part, a in raw.items()}
+    n_prob = sum(int(r.sum()) for r in rows.values())
+    n = sum(r.size for r in rows.values())
+    k = next(iter(raw.values())).shape[1]
+    atol = row_sum_tolerance(next(iter(raw.values())).dtype, k)
+    what = f"non-negative and summing to 1 within {atol:.0e}"
+    if kind == "probabilities":
+        bad = {part: np.flatnonzero(~(np.isfinite(a).all(1) & (np.asarray(a) >= 0).all(1)))
+               for part, a in raw.items()}
+        part = next((p for p, b in bad.items() if b.size), None)
+        if part is not None:
+            raise ValueError(f"{path}: logits.kind is 'probabilities' but {part} row "
+                             f"{int(bad[part][0])} has a negative entry: set logits.kind: "
+                             "logits (or auto)")
+        return "probabilities"
+    if n_prob == n and kind == "auto":
+        return "probabilities"
+    if 2 * n_prob >= n:
+        share = "every row is" if n_prob == n else f"{n_prob} of {n} rows are"
+        if kind == "logits":
+            raise ValueError(f"{path}: logits.kind is 'logits' but {share} a probability vector "
+                             f"({what}); their softmax is not the model: set logits.kind: "
+                             "probabilities (or auto)")
+        part, r = next((p, r) for p, r in rows.items() if not r.all())
+        raise ValueError(f"{path}: {share} probabilities ({what}) but {part} row "
+                         f"{int(np.flatnonzero(~r)[0])} is not: set logits.kind: probabilities "
+                         "(its rows are renormalised) or logits")
+    return "logits"
 
-    ``keys`` overrides :data:`DEFAULT_KEYS`; ``split`` (``{n_val, seed}``) splits a
-    one-pair file. Logits are float64 (n, K), labels int64 (n,).
-    """
+
+def load(path, keys: dict | None = None, split: dict | None = None, kind: str = "auto"
+         ) -> LogitFile:
+    """One file, read and checked: :class:`LogitFile` (module doc).
+
+    ``keys`` overrides :data:`DEFAULT_KEYS`; ``split`` (``{n_val, seed}``, n_val a
+    count or a fraction of the rows) splits a one-pair file; ``kind`` is
+    ``logits.kind``. Logits are float64 (n, K), labels int64 (n,)."""
     path = Path(path)
     unknown = set(keys or {}) - set(DEFAULT_KEYS)
     if unknown:
         raise ValueError(f"logits.keys: unknown name(s) {sorted(unknown)}; known: "
                          f"{sorted(DEFAULT_KEYS)}")
-    raw, one_pair = _read_raw(path, {**DEFAULT_KEYS, **(keys or {})})
+    raw, one_pair, note = _read_raw(path, {**DEFAULT_KEYS, **(keys or {})}, keys)
+    notes = [note] if note else []
+    parts = ("all",) if one_pair else PARTS
+    stored = {p: raw["logits" if one_pair else f"logits_{p}"] for p in parts}
+    out = {p: _check_pair(path, p, stored[p], raw["labels" if one_pair else f"labels_{p}"])
+           for p in parts}
+    if not one_pair:
+        k_val, k_test = out["val"][0].shape[1], out["test"][0].shape[1]
+        if k_val != k_test:
+            raise ValueError(f"{path}: shape mismatch: validation logits have {k_val} classes, "
+                             f"test logits {k_test}")
+    found = _kind_of(path, {p: np.asarray(a) for p, a in stored.items()}, kind)
+    if found == "probabilities":
+        zeros = sum(int((z <= 0).sum()) for z, _ in out.values())
+        out = {p: (log_probabilities(z), y) for p, (z, y) in out.items()}
+        how = ("logits.kind: probabilities" if kind == "probabilities" else
+               "every row non-negative and summing to 1, logits.kind: auto")
+        notes.append(f"read as probabilities ({how}): their logs are the logits"
+                     + (f", {zeros} zeros clipped to {PROB_FLOOR:.3g}" if zeros else ""))
     if one_pair:
-        z, y = _check_pair(path, "all", raw["logits"], raw["labels"])
+        z, y = out["all"]
         if not split or "n_val" not in split:
             raise ValueError(f"{path}: holds one (logits, labels) pair; set logits.split: "
                              "{n_val: ..., seed: ...} to split it into validation and test")
-        n_val = int(split["n_val"])
-        if not 0 < n_val < len(y):
-            raise ValueError(f"{path}: logits.split.n_val = {n_val} must lie in 1..{len(y) - 1}")
+        n_val = split_size(split["n_val"], len(y), path)
         perm = np.random.default_rng([int(split.get("seed", 0)), 0]).permutation(len(y))
-        return {"val": (z[perm[:n_val]], y[perm[:n_val]]),
-                "test": (z[perm[n_val:]], y[perm[n_val:]])}
-    out = {part: _check_pair(path, part, raw[f"logits_{part}"], raw[f"labels_{part}"])
-           for part in PARTS}
-    k_val, k_test = out["val"][0].shape[1], out["test"][0].shape[1]
-    if k_val != k_test:
-        raise ValueError(f"{path}: shape mismatch: validation logits have {k_val} classes, "
-                         f"test logits {k_test}")
-    return out
+        out = {"val": (z[perm[:n_val]], y[perm[:n_val]]),
+               "test": (z[perm[n_val:]], y[perm[n_val:]])}
+        notes.append(f"one (predictions, labels) pair of {len(y)} rows split {n_val} validation "
+                     f"/ {len(y) - n_val} test (logits.split)")
+    return LogitFile(out, found, notes)
 
 
-def read_model(config: dict, name: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """The checked arrays of model ``name`` of a config."""
+def split_size(n_val, n: int, path) -> int:
+    """The validation rows of a one-pair file of ``n`` rows: ``n_val`` itself,
+    or ``round(n_val * n)`` for a fraction 0 < n_val < 1."""
+    v = float(n_val)
+    count = int(round(v * n)) if 0 < v < 1 else int(v)
+    if not (v == int(v) or 0 < v < 1) or not 0 < count < n:
+        raise ValueError(f"{path}: logits.split.n_val = {n_val} must be a count in 1..{n - 1} "
+                         f"or a fraction in (0, 1) of the {n} rows")
+    return count
+
+
+def read_logits(path, keys: dict | None = None, split: dict | None = None, kind: str = "auto"
+                ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """``{"val": (logits, labels), "test": (logits, labels)}`` of one file, checked
+    (:func:`load` without its notes)."""
+    return load(path, keys, split, kind).data
+
+
+def read_model(config: dict, name: str) -> LogitFile:
+    """Model ``name`` of a config, read and checked (its arrays in ``.data``)."""
     block = _block(config)
-    return read_logits(model_files(config)[name], block.get("keys"), block.get("split"))
+    return load(model_files(config)[name], block.get("keys"), block.get("split"),
+                block.get("kind") or "auto")
 
 
 @register_source("logits")
@@ -251,20 +371,23 @@ class LogitFiles:
 
     @classmethod
     def check_config(cls, config: dict) -> dict[str, dict]:
-        """Read and check every file; ``{model: {"num_classes", "n_val", "n_test"}}``.
+        """Read and check every file; ``{model: {"num_classes", "n_val", "n_test",
+        "kind", "notes"}}``.
 
-        Remembered per (file, its size and time, keys, split): the Snakefile is
-        parsed once per job, and a file is read once per process."""
+        Remembered per (file, its size and time, keys, split, kind): the
+        Snakefile is parsed once per job, and a file is read once per process."""
         block = _block(config)
         info = {}
         for name, path in model_files(config).items():
             st = path.stat()
             memo = (str(path.resolve()), st.st_size, st.st_mtime_ns,
-                    repr(block.get("keys")), repr(block.get("split")))
+                    repr(block.get("keys")), repr(block.get("split")), block.get("kind"))
             if memo not in _CHECKED:
-                d = read_logits(path, block.get("keys"), block.get("split"))
-                _CHECKED[memo] = {"num_classes": d["val"][0].shape[1],
-                                  "n_val": len(d["val"][1]), "n_test": len(d["test"][1])}
+                f = load(path, block.get("keys"), block.get("split"), block.get("kind") or "auto")
+                _CHECKED[memo] = {"num_classes": f.data["val"][0].shape[1],
+                                  "n_val": len(f.data["val"][1]),
+                                  "n_test": len(f.data["test"][1]),
+                                  "kind": f.kind, "notes": list(f.notes)}
             info[name] = _CHECKED[memo]
         return info
 
@@ -277,6 +400,36 @@ class LogitFiles:
     def from_config(cls, config: dict):
         raise NotImplementedError("the logits source has no examples to load; its rule "
                                   "import_logits reads the files (read_model)")
+
+
+def real_sizes(sizes, n_test: int) -> list[int]:
+    """The test-subset sizes of a real-data run: each of ``sizes`` capped at the
+    ``n_test`` test points, repeats dropped, ascending. The paper's largest size
+    is the whole test set (10000 × 1); capping keeps that meaning for a smaller
+    test set, so one config runs on 5,000- and 10,000-point test sets alike
+    (docs/methods.md §12.1).
+
+    >>> real_sizes([1000, 3000, 10000], 5000)
+    [1000, 3000, 5000]
+    """
+    return sorted({min(int(s), int(n_test)) for s in sizes})
+
+
+def study_facts(config: dict) -> dict:
+    """What the real-data run does with its files: ``{"sizes", "n_test", "notes"}``;
+    notes are one line per fact worth a caption (probability files, guessed
+    names, split files, capped sizes)."""
+    info = LogitFiles.check_config(config)
+    files = model_files(config)
+    n_test = min(v["n_test"] for v in info.values())
+    asked = [int(s) for s in config["evaluation"]["sizes"]]
+    sizes = real_sizes(asked, n_test)
+    notes = [f"{files[m].name}: {line}" for m, v in info.items() for line in v["notes"]]
+    if sizes != sorted(set(asked)):
+        notes.append(f"test-subset sizes {', '.join(map(str, sorted(asked)))} capped at the "
+                     f"{n_test} test points (of the smallest file): "
+                     f"{', '.join(map(str, sizes))}")
+    return {"sizes": sizes, "n_test": n_test, "notes": notes}
 
 
 def real_subsets(n_test: int, sizes, seed: int = 0) -> dict[tuple[int, int], np.ndarray]:

@@ -17,9 +17,20 @@ signed bias does not depend on that constant (docs/methods.md §12.2):
   true CE (``anchor = "largest_size"``);
 - ranks: 1 = most negative signed bias;
 - agreement per size over the common evaluators: Spearman's rho and Kendall's
-  tau (scipy.stats) with their p-values and Fisher-z intervals (standard
-  errors sqrt(1.06 / (n - 3)) and sqrt(0.437 / (n - 4)), Fieller, Hartley &
-  Pearson 1957).
+  tau (scipy.stats) with their p-values and two intervals of different
+  populations (docs/methods.md §12.3):
+
+  - the subset bootstrap (:func:`subset_bootstrap`): the test subsets of each
+    network resampled with replacement (jointly over its tasks, calibrators
+    and evaluators, which share them), in the real and the pseudo-real run,
+    the cells and both statistics recomputed per replicate; percentile
+    interval. It covers the agreement that a repeat of both runs on other test
+    subsets of the same sizes would show (same calibrated models, as many
+    subsets), i.e. the cells' noise; not defined (NaN) where a network of
+    either run has one subset of that size;
+  - Fisher z (standard errors sqrt(1.06 / (n - 3)) and sqrt(0.437 / (n - 4)),
+    Fieller, Hartley & Pearson 1957): the evaluators as a sample of
+    evaluators, the cells taken as exact.
 """
 from __future__ import annotations
 
@@ -30,8 +41,10 @@ from scipy import stats
 UNIT = ["arch", "task", "calibrator"]
 TABLE_COLUMNS = ["evaluator", "size", "real_mean", "anchor", "anchor_kind", "real_bias",
                  "real_rank", "pseudo_bias", "pseudo_rank"]
-AGREEMENT_COLUMNS = ["size", "n_evaluators", "spearman", "spearman_lo", "spearman_hi",
-                     "spearman_p", "kendall", "kendall_lo", "kendall_hi", "kendall_p", "level"]
+AGREEMENT_COLUMNS = ["size", "n_evaluators", "spearman", "spearman_p", "spearman_boot_lo",
+                     "spearman_boot_hi", "spearman_fisher_lo", "spearman_fisher_hi", "kendall",
+                     "kendall_p", "kendall_boot_lo", "kendall_boot_hi", "kendall_fisher_lo",
+                     "kendall_fisher_hi", "real_subsets", "pseudo_subsets", "n_boot", "level"]
 
 
 def cell_means(frame: pd.DataFrame, value: pd.Series) -> pd.Series:
@@ -89,12 +102,114 @@ def _fisher(r: float, se: float, level: float) -> tuple[float, float]:
     return float(np.tanh(z - q * se)), float(np.tanh(z + q * se))
 
 
-def rank_agreement(table: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
-    """Spearman and Kendall agreement of real and pseudo-real biases per size."""
+def spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Spearman's rho of every row pair of (R, n) arrays: Pearson's r of the
+    rows' average ranks (scipy.stats.rankdata), as scipy.stats.spearmanr."""
+    ra, rb = stats.rankdata(a, axis=-1), stats.rankdata(b, axis=-1)
+    ra -= ra.mean(axis=-1, keepdims=True)
+    rb -= rb.mean(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (ra * rb).sum(-1) / np.sqrt((ra ** 2).sum(-1) * (rb ** 2).sum(-1))
+
+
+def kendall_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Kendall's tau-b of every row pair of (R, n) arrays, as scipy.stats.kendalltau:
+    (concordant - discordant) / sqrt(untied pairs of a * untied pairs of b)."""
+    i, j = np.triu_indices(a.shape[-1], 1)
+    da, db = np.sign(a[..., i] - a[..., j]), np.sign(b[..., i] - b[..., j])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (da * db).sum(-1) / np.sqrt((da != 0).sum(-1) * (db != 0).sum(-1))
+
+
+def subset_arrays(frame: pd.DataFrame, value, size: int, evaluators) -> list[np.ndarray]:
+    """Per network, the (subsets, units, evaluators) array of ``value`` at test
+    size ``size`` (NaN where a cell is missing); units are (task, calibrator),
+    subsets the ``seed`` column, evaluators in the order given."""
+    f = frame[UNIT + ["evaluator", "size", "seed"]].assign(v=np.asarray(value, dtype=np.float64))
+    f = f[(f["size"] == size) & f["evaluator"].isin(evaluators)]
+    g = f.groupby(["arch", "seed", "task", "calibrator", "evaluator"], observed=True)["v"].mean()
+    out = []
+    for _, x in g.groupby(level="arch", observed=True):
+        x = x.droplevel("arch").unstack("evaluator").reindex(columns=list(evaluators))
+        seeds = x.index.get_level_values("seed").unique()
+        units = x.index.droplevel("seed").unique()
+        full = pd.MultiIndex.from_tuples([(s_, *u) for s_ in seeds for u in units],
+                                         names=x.index.names)
+        out.append(x.reindex(full).to_numpy().reshape(len(seeds), len(units), len(evaluators)))
+    return out
+
+
+def bootstrap_cells(arrays: list[np.ndarray], n_boot: int, rng, weights=None) -> np.ndarray:
+    """(n_boot, E) cells (:func:`cell_means`: mean over units of each unit's mean
+    over subsets) with each network's subsets drawn with replacement. A
+    network's subset j holds the same test points for all its tasks,
+    calibrators and evaluators, so these are drawn together. ``weights`` (per
+    network an (R, m) array of multiplicities) replaces the draws: all ones
+    gives the cells themselves."""
+    units = []
+    for i, x in enumerate(arrays):
+        m = x.shape[0]
+        if weights is not None:
+            w = np.asarray(weights[i], dtype=np.float64)
+        else:
+            draws = rng.integers(0, m, size=(n_boot, m)) + m * np.arange(n_boot)[:, None]
+            w = np.bincount(draws.ravel(), minlength=n_boot * m).reshape(n_boot, m) * 1.0
+        flat = x.reshape(m, -1)
+        ok = np.isfinite(flat)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            units.append(((w @ np.where(ok, flat, 0.0)) / (w @ ok)).reshape(len(w), *x.shape[1:]))
+    allu = np.concatenate(units, axis=1)
+    ok = np.isfinite(allu)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(ok, allu, 0.0).sum(1) / ok.sum(1)
+
+
+def bootstrap_intervals(real_arrays: list[np.ndarray], pseudo_arrays: list[np.ndarray],
+                        level: float = 0.95, n_boot: int = 2000, rng=None) -> dict:
+    """Percentile intervals of Spearman's rho and Kendall's tau between the
+    real and the pseudo-real cells with both runs' subsets redrawn
+    (:func:`bootstrap_cells`): ``{spearman,kendall}_boot_{lo,hi}``,
+    ``real_subsets`` and ``pseudo_subsets`` (the fewest of a network). NaN
+    where a network of either run has one subset (nothing to redraw: the
+    cells' noise is not measured) or ``n_boot`` is 0."""
+    rng = np.random.default_rng(rng)
+    m_real = min((x.shape[0] for x in real_arrays), default=0)
+    m_pseudo = min((x.shape[0] for x in pseudo_arrays), default=0)
+    out = {"real_subsets": m_real, "pseudo_subsets": m_pseudo}
+    reps = {}
+    if n_boot and min(m_real, m_pseudo) >= 2:
+        r, p = bootstrap_cells(real_arrays, n_boot, rng), bootstrap_cells(pseudo_arrays, n_boot, rng)
+        reps = {"spearman": spearman_rows(r, p), "kendall": kendall_rows(r, p)}
+    for name in ("spearman", "kendall"):
+        rep = reps.get(name, np.array([]))
+        rep = rep[np.isfinite(rep)]
+        lo, hi = (np.quantile(rep, [(1 - level) / 2, (1 + level) / 2]) if rep.size
+                  else (np.nan, np.nan))
+        out[f"{name}_boot_lo"], out[f"{name}_boot_hi"] = float(lo), float(hi)
+    return out
+
+
+def subset_bootstrap(real: pd.DataFrame, pseudo: pd.DataFrame, truth: str, size: int,
+                     evaluators, level: float = 0.95, n_boot: int = 2000, seed: int = 0) -> dict:
+    """:func:`bootstrap_intervals` of the real run's ``ce_used`` and the
+    pseudo-real run's ``ce_used - true_ce`` (truth ``truth``) at test size
+    ``size``, seeded by ``[seed, size]``."""
+    p = pseudo[pseudo["truth"] == truth]
+    return bootstrap_intervals(subset_arrays(real, real["ce_used"], size, evaluators),
+                               subset_arrays(p, p["ce_used"] - p["true_ce"], size, evaluators),
+                               level, n_boot, [seed, size])
+
+
+def rank_agreement(table: pd.DataFrame, level: float = 0.95, *, real: pd.DataFrame | None = None,
+                   pseudo: pd.DataFrame | None = None, truth: str = "isotonic",
+                   n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Spearman and Kendall agreement of real and pseudo-real biases per size,
+    with Fisher-z intervals and, given both runs' scores, the subset
+    bootstrap's (:func:`subset_bootstrap`; NaN without them)."""
     rows = []
     for size, row in table.dropna(subset=["pseudo_bias"]).groupby("size"):
         n = len(row)
-        out = {"size": int(size), "n_evaluators": n, "level": level}
+        out = {"size": int(size), "n_evaluators": n, "level": level, "n_boot": int(n_boot)}
         if n >= 3:
             rho, p_rho = stats.spearmanr(row["real_bias"], row["pseudo_bias"])
             tau, p_tau = stats.kendalltau(row["real_bias"], row["pseudo_bias"])
@@ -104,8 +219,11 @@ def rank_agreement(table: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
         se_tau = np.sqrt(0.437 / (n - 4)) if n > 4 else np.nan
         out.update(spearman=float(rho), spearman_p=float(p_rho), kendall=float(tau),
                    kendall_p=float(p_tau))
-        out["spearman_lo"], out["spearman_hi"] = _fisher(rho, se_rho, level)
-        out["kendall_lo"], out["kendall_hi"] = _fisher(tau, se_tau, level)
+        out["spearman_fisher_lo"], out["spearman_fisher_hi"] = _fisher(rho, se_rho, level)
+        out["kendall_fisher_lo"], out["kendall_fisher_hi"] = _fisher(tau, se_tau, level)
+        if real is not None and pseudo is not None and n >= 3:
+            out.update(subset_bootstrap(real, pseudo, truth, int(size), list(row["evaluator"]),
+                                        level, n_boot, seed))
         rows.append(out)
     return pd.DataFrame(rows, columns=AGREEMENT_COLUMNS)
 
@@ -114,9 +232,15 @@ def _fmt(v, digits: int = 4) -> str:
     return "" if v is None or (isinstance(v, float) and not np.isfinite(v)) else f"{v:.{digits}f}"
 
 
-def markdown(table: pd.DataFrame, agreement: pd.DataFrame, truth: str | None = None) -> str:
+def _int(v) -> str:
+    return "" if v is None or not np.isfinite(v) else str(int(v))
+
+
+def markdown(table: pd.DataFrame, agreement: pd.DataFrame, truth: str | None = None,
+             notes=()) -> str:
     """The table as Markdown: evaluators as rows, per size the real and pseudo-real
-    bias with their ranks, then the agreement per size."""
+    bias with their ranks, then the agreement per size; ``notes`` (how the
+    files were read: probabilities, guessed names, capped sizes) in the caption."""
     sizes = sorted(table["size"].unique())
     has_pseudo = table["pseudo_bias"].notna().any()
     head = ["evaluator"]
@@ -126,8 +250,10 @@ def markdown(table: pd.DataFrame, agreement: pd.DataFrame, truth: str | None = N
              "Average CE estimate per evaluator and test size minus a row constant "
              "(anchor; docs/methods.md §12.2)"
              + (f", beside the pseudo-real bias (truth {truth})" if has_pseudo else "")
-             + ". Rank 1 = most negative bias.", "",
-             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+             + ". Rank 1 = most negative bias.", ""]
+    if len(notes):
+        lines += ["Data: " + "; ".join(notes) + ".", ""]
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     by = table.set_index(["evaluator", "size"])
     for e in sorted(table["evaluator"].unique()):
         cells = [e]
@@ -146,27 +272,41 @@ def markdown(table: pd.DataFrame, agreement: pd.DataFrame, truth: str | None = N
     if agreement.empty:
         lines.append("No pseudo-real scores given: no rank agreement (set real.pseudo_real_scores).")
     else:
+        def iv(a, name, kind):
+            return f"[{_fmt(a[f'{name}_{kind}_lo'], 3)}, {_fmt(a[f'{name}_{kind}_hi'], 3)}]"
+
         lines += ["## Rank agreement with the pseudo-real biases", "",
-                  "| size | evaluators | Spearman rho [interval] | p | Kendall tau [interval] | p |",
-                  "|---|---|---|---|---|---|"]
+                  "| size | evaluators | Spearman rho | subset bootstrap | Fisher z | p "
+                  "| Kendall tau | subset bootstrap | Fisher z | p | subsets real / pseudo |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for _, a in agreement.iterrows():
-            lines.append(f"| {a['size']} | {a['n_evaluators']} | {_fmt(a['spearman'], 3)} "
-                         f"[{_fmt(a['spearman_lo'], 3)}, {_fmt(a['spearman_hi'], 3)}] | "
-                         f"{_fmt(a['spearman_p'], 3)} | {_fmt(a['kendall'], 3)} "
-                         f"[{_fmt(a['kendall_lo'], 3)}, {_fmt(a['kendall_hi'], 3)}] | "
-                         f"{_fmt(a['kendall_p'], 3)} |")
-        lines.append(f"\nIntervals: Fisher z at level {agreement['level'].iloc[0]:g}.")
+            lines.append(f"| {_int(a['size'])} | {_int(a['n_evaluators'])} | "
+                         f"{_fmt(a['spearman'], 3)} | "
+                         f"{iv(a, 'spearman', 'boot')} | {iv(a, 'spearman', 'fisher')} | "
+                         f"{_fmt(a['spearman_p'], 3)} | {_fmt(a['kendall'], 3)} | "
+                         f"{iv(a, 'kendall', 'boot')} | {iv(a, 'kendall', 'fisher')} | "
+                         f"{_fmt(a['kendall_p'], 3)} | {_int(a['real_subsets'])} / "
+                         f"{_int(a['pseudo_subsets'])} |")
+        a0 = agreement.iloc[0]
+        lines.append(f"\nIntervals at level {a0['level']:g} (docs/methods.md §12.3). Subset "
+                     f"bootstrap ({_int(a0['n_boot'])} replicates): each network's test subsets "
+                     "redrawn in both runs; it covers the agreement a repeat on other test "
+                     "subsets of these sizes would show (the cells' noise); empty where a "
+                     "network has one subset. Fisher z: the evaluators as a sample of "
+                     "evaluators, the cells taken as exact (their noise ignored).")
     return "\n".join(lines) + "\n"
 
 
 def write_real_tables(real: pd.DataFrame, pseudo: pd.DataFrame | None, bias_csv, agreement_csv,
-                      md_path, truth: str = "isotonic", level: float = 0.95) -> pd.DataFrame:
+                      md_path, truth: str = "isotonic", level: float = 0.95, n_boot: int = 2000,
+                      seed: int = 0, notes=()) -> pd.DataFrame:
     """Compute and write the three files (atomically); returns the agreement frame."""
     from fitontest.core.io import write_text
 
     table = bias_table(real, pseudo, truth)
-    agreement = rank_agreement(table, level)
+    agreement = rank_agreement(table, level, real=real, pseudo=pseudo, truth=truth,
+                               n_boot=n_boot, seed=seed)
     write_text(bias_csv, table.to_csv(index=False, float_format="%.6g"))
     write_text(agreement_csv, agreement.to_csv(index=False, float_format="%.6g"))
-    write_text(md_path, markdown(table, agreement, truth if pseudo is not None else None))
+    write_text(md_path, markdown(table, agreement, truth if pseudo is not None else None, notes))
     return agreement

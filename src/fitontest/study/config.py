@@ -180,13 +180,9 @@ def check_pseudo_real(config: Mapping[str, Any]) -> None:
     if len(set(ev["sizes"])) != len(ev["sizes"]):
         raise ConfigError(f"config key 'evaluation.sizes': repeated sizes {ev['sizes']}")
     if kind == "logits":
-        # the real-data study: every size takes disjoint subsets of one test set
-        from fitontest.data import logits
-
-        n_test = min(v["n_test"] for v in logits.LogitFiles.check_config(config).values())
-        if max(ev["sizes"]) > n_test:
-            raise ConfigError(f"config key 'evaluation.sizes': size {max(ev['sizes'])} exceeds "
-                              f"the {n_test} test points of the smallest logit file")
+        # the real-data study: every size takes disjoint subsets of one test set, and a
+        # size above it is capped at it (fitontest.data.logits.real_sizes); the files
+        # were read and checked above (_source_facts)
         return
     total = sum(ev["sizes"])
     n_holdout = config["split"]["n_holdout"]
