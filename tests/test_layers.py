@@ -25,7 +25,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("core",)),
     ("methods", ("families", "multiclass", "metrics", "intervals",
-                 "selection", "calibration_tests")),
+                 "selection", "calibration_tests", "bands")),
     ("data", ("data", "models")),
     ("vision", ("vision",)),
     ("study", ("study",)),

@@ -94,7 +94,7 @@ def _plot(pred, y, from_logits: bool, results, mode: str, path: Path) -> None:
         k = next(iter(results[0].per_class))
         s, yb = tasks.one_vs_rest(probs, to_numpy(y, "labels"), k)
         title = f"class {k} vs rest"
-    ax = smooth_reliability_diagram(s, yb, title=title)
+    ax = smooth_reliability_diagram(s, yb, title=title, band=0.9)   # the map's 90 % band
     try:
         with atomic_path(path) as tmp:
             ax.figure.savefig(tmp, format=path.suffix.lower().lstrip("."), dpi=120,

@@ -1,8 +1,9 @@
-"""Calibration errors, evaluator scores and CE intervals (docs/methods.md §6, §11).
+"""Calibration errors, evaluator scores, CE intervals and map bands (docs/methods.md §6, §11).
 
 The public face of the scores: the estimators themselves live in
 :mod:`fitontest.core.calibration_error` (the families use them, so they sit
-below the families), the bootstrap intervals in :mod:`fitontest.intervals`.
+below the families), the bootstrap intervals in :mod:`fitontest.intervals`,
+the bands of the calibration map in :mod:`fitontest.bands`.
 
 >>> import numpy as np
 >>> from fitontest import metrics
@@ -15,7 +16,9 @@ from fitontest.core.calibration_error import (ceac, ce_estimate, cmee, debiased_
                                               median_heuristic, spearman, true_ce)
 from fitontest.intervals import CEInterval, ce_interval
 from fitontest.calibration_tests import CalibrationTestResult, calibration_test
+from fitontest.bands import ReliabilityBand, monotone_band_test, reliability_band
 
 __all__ = ["true_ce", "ce_estimate", "cmee", "ceac", "spearman", "folded_normal_mean",
            "debiased_bin_terms", "debiased_ece", "median_heuristic", "kce",
-           "ce_interval", "CEInterval", "calibration_test", "CalibrationTestResult"]
+           "ce_interval", "CEInterval", "calibration_test", "CalibrationTestResult",
+           "reliability_band", "ReliabilityBand", "monotone_band_test"]

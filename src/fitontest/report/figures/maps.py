@@ -36,23 +36,31 @@ def _eval_map(m, s: np.ndarray) -> np.ndarray:
 
 
 def fit_on_test_diagram(family_or_name, scores, labels, true_map=None, ax=None, p: int = 1,
-                        n_grid: int = 400):
+                        n_grid: int = 400, band: float | None = None):
     """Figure 5: fit a family on (scores, labels) and draw its map ĉ.
 
     ``family_or_name``: a registered name or an estimator (cloned, then fitted
     on these data). ``true_map``: a callable c(s) or an array of c(s_i)
     aligned with ``scores``. The title gives the CE estimate mean |ĉ(s) − s|^p
     (and the debiased one where the family has it) and the true CE.
+    ``band``: a level in (0, 1) shades the band of the calibration map from
+    the same data (:func:`fitontest.bands.reliability_band`, method ``auto``).
     """
     s, y = check_binary(scores, labels, need_both_classes=False)
     fam, name = family_and_name(family_or_name)
     fam.fit(s, y)
-    return draw_fit_on_test(fam, name, s, true_map, ax, p, n_grid)
+    return draw_fit_on_test(fam, name, s, true_map, ax, p, n_grid, y=y, band=band)
 
 
-def draw_fit_on_test(fam, name, s, true_map, ax, p, n_grid):
+def draw_fit_on_test(fam, name, s, true_map, ax, p, n_grid, y=None, band=None):
     ax = new_ax(ax)
     ax.plot([0, 1], [0, 1], color="0.4", lw=1, ls="--", label="diagonal")
+    if band is not None:
+        if y is None:
+            raise ValueError("a band needs the labels: pass y")
+        from .reliability import draw_band
+
+        draw_band(ax, s, y, band)
     parts = []
     if fam.provides_map:
         grid = np.linspace(s.min(), s.max(), n_grid)

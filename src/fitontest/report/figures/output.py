@@ -86,8 +86,9 @@ def _map_evaluators(scores_df, evaluators, limit: int):
     return out[:limit]
 
 
-def _comparison(evs, s, y, c, out_dir: Path, stem: str, log) -> list[Path]:
-    """Grid of fit-on-test diagrams and the logit-logit plot of the same fits."""
+def _comparison(evs, s, y, c, out_dir: Path, stem: str, log, band=None) -> list[Path]:
+    """Grid of fit-on-test diagrams (each with the band of the map at level
+    ``band``, None for none) and the logit-logit plot of the same fits."""
     paths: list[Path] = []
     if not evs:
         return paths
@@ -102,7 +103,7 @@ def _comparison(evs, s, y, c, out_dir: Path, stem: str, log) -> list[Path]:
             while name in fitted:
                 name += "'"
             fitted[name] = fam.fit(s, y)
-            draw_fit_on_test(fam, name, s, c, a, 1, 400)
+            draw_fit_on_test(fam, name, s, c, a, 1, 400, y=y, band=band)
         except Exception as exc:  # one failing family must not lose the figure
             a.set_title(f"{ev}: failed ({type(exc).__name__})", fontsize=8)
             if log:
@@ -160,7 +161,8 @@ def write_default_figures(scores_df: pd.DataFrame | None, out_dir, *, scores=Non
                           truth: str = MAIN_TRUTH, evaluators=None, n_bins: int = 15,
                           scheme: str = "ew", n_diagram: int = 10000, n_fit: int = 1000,
                           seed: int = 0, scores_key: str | None = None,
-                          labels_key: str | None = None, log: Callable | None = None) -> list[Path]:
+                          labels_key: str | None = None, log: Callable | None = None,
+                          band: float | None = 0.9) -> list[Path]:
     """Figures of the default run, written as PDF + PNG into ``out_dir``.
 
     One model's hold-out (``scores``/``labels`` arrays, or ``calibrated_npz``,
@@ -172,7 +174,9 @@ def write_default_figures(scores_df: pd.DataFrame | None, out_dir, *, scores=Non
     fitted on ``n_fit`` points, true map overlaid) and ``logit_logit``.
     ``scores_df`` gives ``summary_by_size`` (CMEE, CE error, Spearman) and
     ``ranking`` (first model and task, largest size). Missing inputs skip
-    their figures. Returns the written paths.
+    their figures. ``band``: the level of the map's band shaded on the
+    reliability and fit-on-test diagrams (docs/methods.md §11.9; None: none).
+    Returns the written paths.
     """
     out_dir = Path(out_dir)
     paths: list[Path] = []
@@ -184,12 +188,13 @@ def write_default_figures(scores_df: pd.DataFrame | None, out_dir, *, scores=Non
         idx = _subsample(s.size, n_diagram, seed)
         for style in STYLES:
             fig, ax = plt.subplots(figsize=(4.2, 4.2), constrained_layout=True)
-            reliability_diagram(s[idx], y[idx], n_bins=n_bins, scheme=scheme, style=style, ax=ax)
+            reliability_diagram(s[idx], y[idx], n_bins=n_bins, scheme=scheme, style=style, ax=ax,
+                                band=band)
             paths += save(fig, out_dir / f"reliability_{style}")
         idx = _subsample(s.size, n_fit, seed + 1)
         evs = _map_evaluators(scores_df, evaluators, 6)
         paths += _comparison(evs, s[idx], y[idx], None if c is None else np.asarray(c)[idx],
-                             out_dir, "", log)
+                             out_dir, "", log, band)
     paths += _summaries(scores_df, out_dir, "summary_by_size", truth,
                         ("cmee", "ce_error", "spearman"))
     if scores_df is not None and not scores_df.empty:
@@ -205,7 +210,8 @@ def write_default_figures(scores_df: pd.DataFrame | None, out_dir, *, scores=Non
 def write_all_figures(scores_df: pd.DataFrame | None, out_dir, *, models=None,
                       synthetic_df: pd.DataFrame | None = None, truth: str = MAIN_TRUTH,
                       evaluators=None, n_bins: int = 15, n_diagram: int = 10000,
-                      n_fit: int = 1000, seed: int = 0, log: Callable | None = None) -> list[Path]:
+                      n_fit: int = 1000, seed: int = 0, log: Callable | None = None,
+                      band: float | None = 0.9) -> list[Path]:
     """Figures of the paper configuration.
 
     ``models``: mapping label -> dict with ``scores``, ``labels`` and optional
@@ -216,7 +222,7 @@ def write_all_figures(scores_df: pd.DataFrame | None, out_dir, *, models=None,
     ``summary_by_size`` and ``summary_by_size_{ovr,confidence}``, and
     ``ranking_{arch}_{task}`` for every model and task at the largest size.
     Always ``synthetic_shapes``; with ``synthetic_df`` also
-    ``synthetic_summary_by_size``.
+    ``synthetic_summary_by_size``. ``band``: as in :func:`write_default_figures`.
     """
     out_dir = Path(out_dir)
     paths: list[Path] = []
@@ -231,11 +237,12 @@ def write_all_figures(scores_df: pd.DataFrame | None, out_dir, *, models=None,
             for style in STYLES:
                 fig, ax = plt.subplots(figsize=(4.2, 4.2), constrained_layout=True)
                 reliability_diagram(s[idx], y[idx], n_bins=n_bins, scheme=scheme, style=style,
-                                    ax=ax)
+                                    ax=ax, band=band)
                 paths += save(fig, out_dir / f"{label}_reliability_{scheme}_{style}")
         idx = _subsample(s.size, n_fit, seed + 1)
         paths += _comparison(_map_evaluators(scores_df, evaluators, 9), s[idx], y[idx],
-                             None if c is None else np.asarray(c)[idx], out_dir, f"{label}_", log)
+                             None if c is None else np.asarray(c)[idx], out_dir, f"{label}_", log,
+                             band)
     if scores_df is not None and not scores_df.empty:
         measures = ("cmee", "ce_error", "spearman")
         paths += _summaries(scores_df, out_dir, "summary_by_size", truth, measures)

@@ -86,8 +86,23 @@ def diagonal_filling_geometry(scores, labels, n_bins: int = 15, scheme: str = "e
 # reliability diagrams (Figure 4)
 
 
+BAND_COLOUR = "#6a3d9a"   # purple: apart from the bars' blue and the filling's red/blue
+
+
+def draw_band(ax, scores, labels, level: float, color: str = BAND_COLOUR, **options):
+    """Shade the :func:`fitontest.bands.reliability_band` of (scores, labels) at
+    ``level`` (method ``auto`` unless ``options`` say otherwise) on ``ax``; the
+    legend entry names the level, pointwise or simultaneous, and the method."""
+    from fitontest.bands import reliability_band
+
+    band = reliability_band(scores, labels, level=level, **options)
+    band.plot(ax, color=color, alpha=0.2)
+    return band
+
+
 def reliability_diagram(scores, labels, n_bins: int = 15, scheme: str = "ew",
-                        style: str = "bars", ax=None, title: str | None = None):
+                        style: str = "bars", ax=None, title: str | None = None,
+                        band: float | None = None):
     """Reliability diagram in one of the four styles of the paper's Figure 4.
 
     - "bars": one bar per bin, height = fraction of positives ȳ_b;
@@ -96,6 +111,10 @@ def reliability_diagram(scores, labels, n_bins: int = 15, scheme: str = "ew",
     - "histogram": the bars plus the histogram of the scores (right axis);
     - "diagonal_filling": per bin, the band between the diagonal and the
       slope-1 map s + (ȳ_b − s̄_b); its instance-weighted height is the ECE.
+
+    ``band``: a level in (0, 1) shades the band of the calibration map at that
+    level (:func:`draw_band`, docs/methods.md §11.9) and adds a legend; None
+    draws none.
     """
     if style not in STYLES:
         raise ValueError(f"style must be one of {STYLES}, got {style!r}")
@@ -142,6 +161,9 @@ def reliability_diagram(scores, labels, n_bins: int = 15, scheme: str = "ew",
         ax.set_ylim(lo_y - 0.01, hi_y + 0.01)
     else:
         ax.set_ylim(0, 1)
+    if band is not None:
+        draw_band(ax, scores, labels, band)
+        ax.legend(fontsize=6.5, loc="upper left", framealpha=0.85)
     ax.set_xlim(0, 1)
     ax.set_xlabel("score s")
     ax.set_ylabel("fraction of positives")

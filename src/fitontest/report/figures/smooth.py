@@ -37,17 +37,29 @@ def smooth_band(scores, labels, sigma: float, at, *, n_boot: int = 200, level: f
 
 def smooth_reliability_diagram(scores, labels, *, ax=None, n_boot: int = 200,
                                level: float = 0.9, seed: int = 0, n_points: int = 200,
-                               title: str | None = None, color: str = "C3"):
-    """Draw the smooth reliability diagram of (scores, labels) on ``ax``; returns ``ax``."""
+                               title: str | None = None, color: str = "C3",
+                               band: float | None = None):
+    """Draw the smooth reliability diagram of (scores, labels) on ``ax``; returns ``ax``.
+
+    ``band``: a level in (0, 1) shades the band of the calibration map of
+    :func:`fitontest.bands.reliability_band` (method ``auto``, its coverage
+    measured: docs/methods.md §11.9) instead of the curve's pointwise
+    bootstrap band, whose coverage of the map is not measured.
+    """
     s, y = check_binary(scores, labels, need_both_classes=False)
     fam = families.get("smece").fit(s, y)
     t = np.linspace(0.0, 1.0, int(n_points))
     curve = fam.predict(t)
-    lo, hi = smooth_band(s, y, fam.sigma_, t, n_boot=n_boot, level=level, seed=seed)
     ax = new_ax(ax, figsize=(4.5, 4.5))
     ax.plot([0, 1], [0, 1], ls="--", lw=1, color="0.5", label="perfect calibration")
-    ax.fill_between(t, lo, hi, color=color, alpha=0.25, lw=0,
-                    label=f"{level:.0%} bootstrap band ({n_boot})")
+    if band is None:
+        lo, hi = smooth_band(s, y, fam.sigma_, t, n_boot=n_boot, level=level, seed=seed)
+        ax.fill_between(t, lo, hi, color=color, alpha=0.25, lw=0,
+                        label=f"{level:.0%} bootstrap band ({n_boot})")
+    else:
+        from .reliability import draw_band
+
+        draw_band(ax, s, y, band)
     ax.plot(t, curve, color=color, lw=2, label="smoothed E[y | s]")
     hist, edges = np.histogram(s, bins=50, range=(0, 1))
     ax.bar(edges[:-1], 0.15 * hist / max(hist.max(), 1), width=np.diff(edges), align="edge",

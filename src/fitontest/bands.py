@@ -1,0 +1,417 @@
+"""Confidence bands for the calibration map c(s) = P(Y = 1 | S = s) (docs/methods.md §11.9).
+
+:func:`reliability_band` returns a :class:`ReliabilityBand`: lower and upper
+ends ``lo``, ``hi`` on a grid ``s`` at nominal ``level``, the method that built
+it, whether it claims to hold the map at every grid point at once
+(``simultaneous``) or at each point on its own, and whether its coverage was
+measured to hold (``valid``, as :class:`~fitontest.intervals.CEInterval`).
+
+Methods (``method=``; alpha = 1 - level):
+
+- ``"monotone"`` (simultaneous, finite sample; Dimitriadis, Dümbgen, Henzi,
+  Puke & Ziegel 2023): the sorted scores are cut into G groups of about equal
+  count (ties kept together; G = every distinct score up to ``n_groups``). For
+  each of the G(G + 1) / 2 runs of consecutive groups the mean of c over the
+  run's points has one-sided Clopper-Pearson bounds at alpha / (G (G + 1))
+  each (Bonferroni over runs and sides). If c is non-decreasing, c(s) is at
+  least the mean over any run whose largest score is <= s and at most the mean
+  over any run whose smallest score is >= s, so lo(s) is the largest lower
+  bound of the first kind and hi(s) the smallest upper bound of the second.
+  Guarantee: given the scores, P(lo(s) <= c(s) <= hi(s) for every s in
+  [0, 1]) >= level for every n, if c is non-decreasing (the binomial bound is
+  valid for the mean of unequal Bernoulli means at these small levels:
+  Hoeffding 1956). Both ends are non-decreasing.
+- ``"clopper_pearson"`` (pointwise; the scikit-learn prototype's recipe): B
+  equal-count bins, each bin's two-sided Clopper-Pearson interval for its
+  fraction of positives at ``level``, drawn as a step over the bin.
+  ``"clopper_pearson_bonferroni"``: the same at 1 - alpha / B per bin
+  (simultaneous over the bins' means, not over c(s) inside a bin).
+- ``"bootstrap"`` (pointwise; the peers' percentile recipe): the bins' label
+  means on ``n_boot`` resamples (bins fixed), central ``level`` percentile
+  range per bin. A bin whose labels are all 0 (or all 1) gives every replicate
+  the same mean: zero width (scikit-learn issue 30664).
+- ``"family_bootstrap"`` (simultaneous by construction, asymptotic): the map
+  of a fit-on-test family (``family``, default ``"isotonic"``) refitted on
+  ``n_boot`` resamples; band = fitted map +/- q sd(s), sd the replicates'
+  standard deviation on the grid and q the ``level`` quantile of the
+  replicates' largest standardised deviation over the grid (sup-t band).
+- ``"auto"`` (default): :data:`AUTO`, chosen by benchmarks/band_coverage.py
+  (the narrowest method whose simultaneous coverage was >= level - 3 points in
+  every cell at level 0.9).
+
+``valid``: False where benchmarks/band_coverage.py measured this method short
+(the coverage it claims, simultaneous or pointwise, below ``VALID_COVERAGE``
+by more than 2 Monte Carlo SEs in some cell at level 0.9; a
+:class:`BandCoverageWarning` is issued), True where no cell was short, None
+where not measured.
+
+The band and the calibration test agree for ``"monotone"``:
+:func:`monotone_band_test` rejects perfect calibration at alpha exactly when
+the diagonal leaves the level 1 - alpha band on its default grid (which holds
+every jump of the band's step ends).
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import numpy as np
+from scipy import stats
+from sklearn.base import clone
+
+from . import families
+from .calibration_tests import CalibrationTestResult
+from .core.validation import check_binary
+from .intervals import IntervalCoverageWarning
+
+_BUILDERS: dict[str, Callable] = {}
+SIMULTANEOUS: dict[str, bool] = {}
+
+
+def band_method(name: str, simultaneous: bool):
+    """Register a band builder ``f(s, y, grid, level, **options) -> (lo, hi, fit, grid)``."""
+    def register(fn):
+        _BUILDERS[name] = fn
+        SIMULTANEOUS[name] = simultaneous
+        return fn
+    return register
+
+
+# "auto" at any level: the narrowest method whose simultaneous coverage was within
+# 3 points of 0.9 in every cell of benchmarks/measured/band_coverage.md
+AUTO = "monotone"
+
+# (smallest coverage of the kind the method claims, samples of that cell) at level
+# 0.9 over the cells of benchmarks/measured/band_coverage.md (benchmarks/band_coverage.py)
+# (run of 2026-11-26, --reps 25: 36 cells of 25 samples; the smallest cell decides)
+MEASURED_MIN_COVERAGE: dict[str, tuple[float, int]] = {
+    "monotone": (0.960, 25),
+    "clopper_pearson": (0.514, 25),
+    "clopper_pearson_bonferroni": (0.000, 25),
+    "bootstrap": (0.498, 25),
+    "family_bootstrap": (0.000, 25),
+}
+VALID_COVERAGE = 0.87
+DEFAULT_GRID = 201
+
+
+class BandCoverageWarning(IntervalCoverageWarning):
+    """The band's method was measured to hold the true map less often than it claims."""
+
+
+@dataclass(frozen=True)
+class ReliabilityBand:
+    """Band [lo, hi] for the calibration map on the grid ``s`` at nominal ``level``.
+
+    ``fit``: the method's estimate of the map on ``s`` (isotonic regression for
+    ``monotone``, the bins' fractions of positives for the bin methods, the
+    family's map for ``family_bootstrap``). ``simultaneous``: the level is
+    claimed for all of ``s`` at once (else for each point); ``valid``:
+    coverage measured to hold (module docstring).
+    """
+
+    s: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    level: float
+    method: str
+    simultaneous: bool
+    n: int
+    fit: np.ndarray | None = None
+    valid: bool | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def width(self) -> float:
+        """Mean width over the grid."""
+        return float(np.mean(self.hi - self.lo))
+
+    def holds(self, c) -> np.ndarray:
+        """Per grid point: whether the map ``c`` (a callable, or values on ``s``) is inside."""
+        v = np.asarray(c(self.s) if callable(c) else c, dtype=np.float64)
+        return (self.lo <= v) & (v <= self.hi)
+
+    def holds_diagonal(self) -> bool:
+        """Whether the diagonal c(s) = s lies inside the band on the whole grid."""
+        return bool(self.holds(self.s).all())
+
+    def plot(self, ax=None, color: str = "C0", alpha: float = 0.22, label: str | None = None,
+             fit: bool = False):
+        """Shade the band on ``ax`` (a new figure when None); returns ``ax``.
+
+        The legend entry names the level, pointwise or simultaneous, and the method.
+        """
+        if ax is None:
+            import matplotlib.pyplot as plt
+
+            _, ax = plt.subplots(figsize=(4.2, 4.2), constrained_layout=True)
+        kind = "simultaneous" if self.simultaneous else "pointwise"
+        note = "" if self.valid is not False else ", measured short"
+        ax.fill_between(self.s, self.lo, self.hi, step=None, color=color, alpha=alpha, lw=0,
+                        label=label or f"{self.level:.0%} {kind} band ({self.method}{note})")
+        if fit and self.fit is not None:
+            ax.plot(self.s, self.fit, color=color, lw=1.5, label=f"{self.method} estimate")
+        return ax
+
+
+# ------------------------------------------------------------------ checks
+def _check_level(level) -> float:
+    if isinstance(level, bool) or not isinstance(level, (int, float, np.floating)) \
+            or not 0.0 < float(level) < 1.0:
+        raise ValueError(f"level must be a number in (0, 1), got {level!r}")
+    return float(level)
+
+
+def _check_grid(grid, s: np.ndarray, method: str) -> np.ndarray:
+    if grid is None:
+        return np.linspace(s.min(), s.max(), DEFAULT_GRID)
+    g = np.asarray(grid, dtype=np.float64)
+    if g.ndim == 0:
+        if int(g) < 2:
+            raise ValueError(f"grid must be >= 2 points or an array of scores, got {grid!r}")
+        return np.linspace(s.min(), s.max(), int(g))
+    if g.ndim != 1 or g.size < 1 or not np.all(np.isfinite(g)):
+        raise ValueError("grid must be a 1-D array of finite scores")
+    if np.any(np.diff(g) < 0):
+        raise ValueError("grid must be sorted in increasing order")
+    return g
+
+
+def _min_points(method: str, n: int, need: int) -> None:
+    if n < need:
+        raise ValueError(f"method {method!r} needs at least {need} points, got {n}")
+
+
+# ------------------------------------------------------------------ monotone
+def score_groups(s_sorted: np.ndarray, n_groups: int) -> np.ndarray:
+    """Group of every sorted score: consecutive runs of about n / G points, ties
+    together, G = min(distinct scores, ``n_groups``). From the scores alone."""
+    values, start = np.unique(s_sorted, return_index=True)
+    if values.size <= n_groups:
+        gid = np.arange(values.size)
+    else:
+        gid = np.floor(start * (n_groups / s_sorted.size)).astype(np.int64)
+        gid = np.unique(gid, return_inverse=True)[1]
+    counts = np.diff(np.append(start, s_sorted.size))
+    return np.repeat(gid, counts)
+
+
+def default_groups(n: int) -> int:
+    """G for n points: 2 sqrt(n), between 10 and 400 (runs of >= sqrt(n) / 2 points)."""
+    return int(np.clip(round(2.0 * np.sqrt(n)), 10, 400))
+
+
+def _runs(s: np.ndarray, y: np.ndarray, n_groups):
+    """Per run [j, k] of consecutive groups (j <= k): label sum, count, the
+    groups' smallest and largest score, and (j, k)."""
+    order = np.argsort(s, kind="stable")
+    ss, yy = s[order], y[order]
+    gid = score_groups(ss, default_groups(s.size) if n_groups is None else int(n_groups))
+    G = int(gid[-1]) + 1
+    cnt = np.bincount(gid, minlength=G).astype(np.float64)
+    pos = np.bincount(gid, weights=yy, minlength=G)
+    gmin = np.full(G, np.inf)
+    gmax = np.full(G, -np.inf)
+    np.minimum.at(gmin, gid, ss)
+    np.maximum.at(gmax, gid, ss)
+    j, k = np.triu_indices(G)
+    cc = np.concatenate(([0.0], np.cumsum(cnt)))
+    cp = np.concatenate(([0.0], np.cumsum(pos)))
+    return cp[k + 1] - cp[j], cc[k + 1] - cc[j], gmin, gmax, j, k, ss, yy
+
+
+def _monotone_ends(s, y, level, n_groups):
+    """(knots_lo, L, knots_hi, H, runs): lo(s) = L[k] for s in [gmax_k, gmax_k+1),
+    0 below gmax_0; hi(s) = H[j] for s in (gmin_j-1, gmin_j], 1 above gmin_G-1."""
+    ysum, m, gmin, gmax, j, k, ss, yy = _runs(s, y, n_groups)
+    G = gmin.size
+    a = (1.0 - level) / (G * (G + 1.0))         # alpha / 2 per side over G(G+1)/2 runs
+    with np.errstate(invalid="ignore"):
+        lcb = np.where(ysum > 0, stats.beta.ppf(a, ysum, m - ysum + 1.0), 0.0)
+        ucb = np.where(ysum < m, stats.beta.ppf(1.0 - a, ysum + 1.0, m - ysum), 1.0)
+    best_lo = np.zeros(G)
+    np.maximum.at(best_lo, k, lcb)              # largest lower bound of runs ending at k
+    best_hi = np.ones(G)
+    np.minimum.at(best_hi, j, ucb)              # smallest upper bound of runs starting at j
+    L = np.maximum.accumulate(best_lo)
+    H = np.minimum.accumulate(best_hi[::-1])[::-1]
+    return gmax, L, gmin, H, (ysum, m, gmin, gmax, j, k, ss, yy)
+
+
+def _isotonic_on(ss, yy, grid):
+    from sklearn.isotonic import IsotonicRegression
+
+    return IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(ss, yy).predict(grid)
+
+
+@band_method("monotone", simultaneous=True)
+def _monotone(s, y, grid, level, *, n_groups=None, default_grid=False, **_):
+    _min_points("monotone", s.size, 2)
+    if n_groups is not None and (isinstance(n_groups, bool) or int(n_groups) < 1):
+        raise ValueError(f"n_groups must be an integer >= 1, got {n_groups!r}")
+    kl, L, kh, H, runs = _monotone_ends(s, y, level, n_groups)
+    if default_grid:     # every jump of either end on the grid: the diagonal check is exact
+        grid = np.unique(np.concatenate((grid, kl, kh)))
+    il = np.searchsorted(kl, grid, side="right") - 1
+    lo = np.where(il >= 0, L[np.clip(il, 0, None)], 0.0)
+    ih = np.searchsorted(kh, grid, side="left")
+    hi = np.where(ih < kh.size, H[np.clip(ih, None, kh.size - 1)], 1.0)
+    return lo, hi, _isotonic_on(runs[6], runs[7], grid), grid
+
+
+def monotone_band_test(scores, labels, *, n_groups=None) -> CalibrationTestResult:
+    """Test of perfect calibration matching the ``monotone`` band: p-value the
+    smallest alpha at which the diagonal leaves the band at level 1 - alpha,
+    p = min(1, G (G + 1) min_runs min(P(Bin(m, max score) >= y), P(Bin(m, min score) <= y))).
+    ``pvalue < alpha`` exactly when ``reliability_band(..., level=1 - alpha,
+    method="monotone").holds_diagonal()`` is False. Valid under the null (the
+    diagonal is a non-decreasing map); statistic: the smallest run p-value."""
+    s, y = check_binary(scores, labels, need_both_classes=False)
+    ysum, m, gmin, gmax, j, k, _, _ = _runs(s, y, n_groups)
+    G = gmin.size
+    # lower bound above the run's largest score <=> P(Bin(m, gmax) >= y) below the run's level
+    p_up = np.where(ysum > 0, stats.binom.sf(ysum - 1, m, gmax[k]), 1.0)
+    p_down = np.where(ysum < m, stats.binom.cdf(ysum, m, gmin[j]), 1.0)
+    smallest = float(min(p_up.min(), p_down.min()))
+    return CalibrationTestResult(statistic=smallest, pvalue=min(1.0, G * (G + 1.0) * smallest),
+                                 method="monotone_band", n=int(s.size))
+
+
+# ------------------------------------------------------------------ bins
+def _bins(s, n_bins):
+    """Equal-count bins from the scores: (bin of every point, edges)."""
+    if isinstance(n_bins, bool) or int(n_bins) < 1:
+        raise ValueError(f"n_bins must be an integer >= 1, got {n_bins!r}")
+    edges = np.unique(np.quantile(s, np.linspace(0.0, 1.0, int(n_bins) + 1)))
+    if edges.size < 2:
+        edges = np.array([s[0], s[0]])
+    idx = np.clip(np.searchsorted(edges[1:-1], s, side="right"), 0, edges.size - 2)
+    return idx, edges
+
+
+def _on_grid(values, edges, grid):
+    b = np.clip(np.searchsorted(edges[1:-1], grid, side="right"), 0, edges.size - 2)
+    return values[b]
+
+
+def _cp(s, y, grid, level, n_bins, bonferroni):
+    idx, edges = _bins(s, n_bins)
+    nb = edges.size - 1
+    _min_points("clopper_pearson", s.size, 2 * nb)
+    cnt = np.bincount(idx, minlength=nb).astype(np.float64)
+    pos = np.bincount(idx, weights=y, minlength=nb)
+    a = (1.0 - level) / 2.0 / (nb if bonferroni else 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lo = np.where(pos > 0, stats.beta.ppf(a, pos, cnt - pos + 1.0), 0.0)
+        hi = np.where(pos < cnt, stats.beta.ppf(1.0 - a, pos + 1.0, cnt - pos), 1.0)
+        frac = pos / cnt
+    lo, hi = np.where(cnt > 0, lo, 0.0), np.where(cnt > 0, hi, 1.0)
+    return _on_grid(lo, edges, grid), _on_grid(hi, edges, grid), _on_grid(frac, edges, grid), grid
+
+
+@band_method("clopper_pearson", simultaneous=False)
+def _clopper_pearson(s, y, grid, level, *, n_bins=15, **_):
+    return _cp(s, y, grid, level, n_bins, False)
+
+
+@band_method("clopper_pearson_bonferroni", simultaneous=True)
+def _clopper_pearson_bonferroni(s, y, grid, level, *, n_bins=15, **_):
+    return _cp(s, y, grid, level, n_bins, True)
+
+
+def _resamples(n: int, n_boot, seed):
+    if isinstance(n_boot, bool) or int(n_boot) < 2:
+        raise ValueError(f"n_boot must be an integer >= 2, got {n_boot!r}")
+    return np.random.default_rng(seed).integers(0, n, size=(int(n_boot), n))
+
+
+@band_method("bootstrap", simultaneous=False)
+def _bootstrap(s, y, grid, level, *, n_bins=15, n_boot=200, seed=0, **_):
+    idx, edges = _bins(s, n_bins)
+    nb = edges.size - 1
+    _min_points("bootstrap", s.size, 2 * nb)
+    rs = _resamples(s.size, n_boot, seed)
+    flat = (idx[rs] + nb * np.arange(rs.shape[0])[:, None]).ravel()
+    cnt = np.bincount(flat, minlength=rs.shape[0] * nb).reshape(-1, nb)
+    pos = np.bincount(flat, weights=y[rs].ravel(), minlength=rs.shape[0] * nb).reshape(-1, nb)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = pos / cnt                       # NaN: bin empty in that resample
+        frac = np.bincount(idx, weights=y, minlength=nb) / np.bincount(idx, minlength=nb)
+    a = (1.0 - level) / 2.0
+    lo, hi = np.nanquantile(means, [a, 1.0 - a], axis=0)
+    return _on_grid(lo, edges, grid), _on_grid(hi, edges, grid), _on_grid(frac, edges, grid), grid
+
+
+@band_method("family_bootstrap", simultaneous=True)
+def _family_bootstrap(s, y, grid, level, *, family="isotonic", params=None, n_boot=200,
+                      seed=0, **_):
+    fam = families.resolve(family, params)[1]
+    _min_points("family_bootstrap", s.size, max(int(fam.min_points), 10))
+    fitted = clone(fam).fit(s, y)
+    if not fitted.provides_map:
+        raise ValueError(f"family {family!r} has no calibration map to draw a band around")
+    centre = np.clip(fitted.predict(grid), 0.0, 1.0)
+    reps = np.empty((int(n_boot), grid.size))
+    for r, ix in enumerate(_resamples(s.size, n_boot, seed)):
+        reps[r] = np.clip(clone(fam).fit(s[ix], y[ix]).predict(grid), 0.0, 1.0)
+    # a floor of 1 / n on the spread: flat stretches (isotonic at 0 or 1) would
+    # otherwise dominate the largest standardised deviation with 0 / 0
+    sd = np.maximum(reps.std(axis=0, ddof=1), 1.0 / s.size)
+    q = np.quantile(np.max(np.abs(reps - centre) / sd, axis=1), level)
+    return np.clip(centre - q * sd, 0.0, 1.0), np.clip(centre + q * sd, 0.0, 1.0), centre, grid
+
+
+# ------------------------------------------------------------------ front
+METHODS = ("auto",) + tuple(_BUILDERS)
+OPTIONS = ("n_groups", "n_bins", "n_boot", "seed", "family", "params")
+
+
+def _validity(method: str) -> bool | None:
+    """True unless a benchmark cell covered (the kind the method claims) less than
+    VALID_COVERAGE by 2 Monte Carlo SEs of a share of 0.9; None where not measured."""
+    got = MEASURED_MIN_COVERAGE.get(method)
+    if got is None:
+        return None
+    cov, k = got
+    if cov + 2.0 * np.sqrt(0.09 / k) < VALID_COVERAGE:
+        kind = "simultaneously" if SIMULTANEOUS[method] else "pointwise"
+        warnings.warn(f"{method!r} reliability bands held the true map {kind} in only "
+                      f"{cov:.0%} (of {k} samples) in some cell at level 0.9 "
+                      "(benchmarks/measured/band_coverage.md, docs/methods.md §11.9)",
+                      BandCoverageWarning, stacklevel=3)
+        return False
+    return True
+
+
+def reliability_band(scores, labels, level: float = 0.9, method: str = "auto", *,
+                     grid=None, **options) -> ReliabilityBand:
+    """Confidence band for the calibration map of (scores, labels).
+
+    ``grid``: where the band is given (an array of scores, or a number of
+    points between the smallest and largest score; default 201 such points,
+    plus every jump of the ends for ``monotone``). ``options``: ``n_groups``
+    (monotone), ``n_bins`` (bin methods, default 15), ``n_boot`` and ``seed``
+    (bootstrap methods), ``family`` and ``params`` (family_bootstrap). See the
+    module docstring for the methods and what each guarantees.
+    """
+    level = _check_level(level)
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown option(s) {unknown}; reliability_band takes {OPTIONS}")
+    method = AUTO if method == "auto" else method
+    s, y = check_binary(scores, labels, need_both_classes=False)
+    g = _check_grid(grid, s, method)
+    lo, hi, fit, g = _BUILDERS[method](s, y, g, level, default_grid=grid is None, **options)
+    return ReliabilityBand(s=g, lo=np.asarray(lo, dtype=np.float64),
+                           hi=np.asarray(hi, dtype=np.float64), level=level, method=method,
+                           simultaneous=SIMULTANEOUS[method], n=int(s.size),
+                           fit=np.asarray(fit, dtype=np.float64), valid=_validity(method),
+                           options=dict(options))
+
+
+__all__ = ["ReliabilityBand", "reliability_band", "monotone_band_test", "BandCoverageWarning",
+           "METHODS", "SIMULTANEOUS", "AUTO", "MEASURED_MIN_COVERAGE", "band_method",
+           "score_groups", "default_groups"]

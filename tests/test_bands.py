@@ -1,0 +1,200 @@
+"""Bands for the calibration map (fitontest.bands, docs/methods.md §11.9)."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from fitontest import metrics
+from fitontest.bands import (MEASURED_MIN_COVERAGE, BandCoverageWarning, monotone_band_test,
+                             reliability_band)
+from fitontest.data import synthetic
+
+
+def _grid(shape, ce):
+    """101 points between the 2.5 % and 97.5 % score quantiles (c ~ U(0, 1))."""
+    return np.linspace(*synthetic.forward(shape, ce)(np.array([0.025, 0.975])), 101)
+
+
+def test_public_name():
+    assert metrics.reliability_band is reliability_band
+
+
+def test_auto_band_holds_known_map_simultaneously():
+    shape, ce, n = "sqrt", 0.1, 3000
+    cmap, g = synthetic.true_map(shape, ce), _grid(shape, ce)
+    held = []
+    for seed in range(60):
+        s, y, _ = synthetic.sample(shape, ce, n, seed)
+        band = reliability_band(s, y, level=0.9, grid=g)
+        assert band.simultaneous
+        held.append(band.holds(cmap).all())
+    assert np.mean(held) >= 0.85
+
+
+def _flat_world(seed, n=300, c=0.02):
+    rng = np.random.default_rng(seed)
+    s = rng.random(n)
+    return s, (rng.random(n) < c).astype(int)
+
+
+def test_percentile_bootstrap_short_in_all_zero_bins():
+    # c(s) = 0.02: most 20-point bins hold no positive, every resample of such a bin
+    # has mean 0, so the percentile band is [0, 0] there and misses 0.02
+    g = np.linspace(0.05, 0.95, 91)
+    boot, cp, mono = [], [], []
+    for seed in range(20):
+        s, y = _flat_world(seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", BandCoverageWarning)
+            b = reliability_band(s, y, method="bootstrap", grid=g, seed=seed, n_boot=100)
+            c = reliability_band(s, y, method="clopper_pearson", grid=g)
+        m = reliability_band(s, y, method="monotone", grid=g)
+        boot.append(b.holds(np.full(g.size, 0.02)).mean())
+        cp.append(c.holds(np.full(g.size, 0.02)).mean())
+        mono.append(m.holds(np.full(g.size, 0.02)).all())
+        assert np.any((b.hi - b.lo) == 0.0)          # zero width where all labels are 0
+    assert np.mean(boot) < 0.6
+    assert np.mean(cp) >= 0.85
+    assert np.mean(mono) >= 0.9
+
+
+def test_monotone_band_matches_brute_force():
+    rng = np.random.default_rng(3)
+    s = np.sort(rng.random(25))
+    y = (rng.random(25) < s).astype(float)
+    level = 0.8
+    band = reliability_band(s, y, level=level, method="monotone", grid=s, n_groups=25)
+    n = s.size
+    a = (1 - level) / (n * (n + 1))
+    lo, hi = np.zeros(n), np.ones(n)
+    for i in range(n):
+        for j in range(n):
+            for k in range(j, n):
+                m, t = k - j + 1, y[j:k + 1].sum()
+                if k <= i and t > 0:
+                    lo[i] = max(lo[i], stats.beta.ppf(a, t, m - t + 1))
+                if j >= i and t < m:
+                    hi[i] = min(hi[i], stats.beta.ppf(1 - a, t + 1, m - t))
+    np.testing.assert_allclose(band.lo, lo, atol=1e-12)
+    np.testing.assert_allclose(band.hi, hi, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["monotone"])
+def test_monotone_ends_non_decreasing(method):
+    s, y, _ = synthetic.sample("stairs", 0.1, 2000, 1)
+    band = reliability_band(s, y, method=method)
+    assert np.all(np.diff(band.lo) >= 0) and np.all(np.diff(band.hi) >= 0)
+    assert np.all(band.lo <= band.hi)
+
+
+def test_bands_contain_their_fitted_map():
+    for seed in range(5):
+        s, y, _ = synthetic.sample("beta2", 0.05, 3000, seed)
+        for method in ("monotone", "clopper_pearson", "clopper_pearson_bonferroni",
+                       "bootstrap", "family_bootstrap"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", BandCoverageWarning)
+                band = reliability_band(s, y, method=method, n_boot=30) if "boot" in method \
+                    else reliability_band(s, y, method=method)
+            assert band.holds(band.fit).all(), (method, seed)
+
+
+@pytest.mark.parametrize("method", ["monotone", "clopper_pearson", "bootstrap"])
+def test_bands_shrink_with_n(method):
+    g = _grid("square", 0.05)
+    widths = []
+    for n in (500, 3000, 20000):
+        s, y, _ = synthetic.sample("square", 0.05, n, 0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", BandCoverageWarning)
+            widths.append(reliability_band(s, y, method=method, grid=g, n_boot=50).width
+                          if method == "bootstrap" else
+                          reliability_band(s, y, method=method, grid=g).width)
+    assert widths[0] > widths[1] > widths[2]
+
+
+def test_band_and_test_agree():
+    outcomes = []
+    for shape, ce in (("square", 0.0), ("sqrt", 0.05), ("beta2", 0.1), ("stairs", 0.1)):
+        for seed in range(3):
+            s, y, _ = synthetic.sample(shape, ce, 2000, seed)
+            p = monotone_band_test(s, y).pvalue
+            for level in (0.5, 0.8, 0.9, 0.95):
+                inside = reliability_band(s, y, level=level, method="monotone").holds_diagonal()
+                assert inside == (not p < 1 - level), (shape, ce, seed, level, p)
+                outcomes.append(inside)
+    assert any(outcomes) and not all(outcomes)    # both outcomes were checked
+
+
+def test_band_test_holds_its_level_under_the_null():
+    rejected = []
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        s = rng.beta(2, 5, 400)
+        rejected.append(monotone_band_test(s, (rng.random(400) < s).astype(int)).pvalue < 0.1)
+    assert np.mean(rejected) <= 0.1
+
+
+def test_measured_short_methods_warn_and_say_so():
+    short = [m for m, (cov, k) in MEASURED_MIN_COVERAGE.items()
+             if cov + 2 * np.sqrt(0.09 / k) < 0.87]
+    assert "bootstrap" in short and "monotone" not in short
+    s, y, _ = synthetic.sample("sqrt", 0.05, 500, 0)
+    with pytest.warns(BandCoverageWarning, match="bootstrap"):
+        band = reliability_band(s, y, method="bootstrap", n_boot=20)
+    assert band.valid is False and not band.simultaneous
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BandCoverageWarning)
+        assert reliability_band(s, y).valid is True
+
+
+def test_seeded_bootstrap_is_deterministic():
+    s, y, _ = synthetic.sample("sqrt", 0.05, 500, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BandCoverageWarning)
+        a = reliability_band(s, y, method="bootstrap", n_boot=30, seed=4)
+        b = reliability_band(s, y, method="bootstrap", n_boot=30, seed=4)
+    np.testing.assert_array_equal(a.lo, b.lo)
+    np.testing.assert_array_equal(a.hi, b.hi)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(level=0.0), "level"), (dict(level=1.0), "level"), (dict(level=1.5), "level"),
+    (dict(level=True), "level"), (dict(method="nope"), "method"),
+    (dict(method="bootstrap", n_bins=15), "at least 30 points"),
+    (dict(method="monotone", n_groups=0), "n_groups"),
+    (dict(method="bootstrap", n_boot=1), "n_boot"),
+    (dict(grid=[0.5, 0.2]), "sorted"),
+    (dict(bins=3), "unknown option"),
+])
+def test_bad_input_errors(kwargs, match):
+    rng = np.random.default_rng(0)
+    n = 20 if kwargs.get("method") == "bootstrap" and "n_boot" not in kwargs else 200
+    s = rng.random(n)
+    y = (rng.random(n) < s).astype(int)
+    with pytest.raises(ValueError, match=match):
+        reliability_band(s, y, **kwargs)
+
+
+def test_bad_data_errors():
+    with pytest.raises(ValueError, match="differ in length"):
+        reliability_band([0.1, 0.2, 0.3], [0, 1])
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        reliability_band([0.1, 1.2, 0.3], [0, 1, 1])
+    with pytest.raises(ValueError, match="at least 2"):
+        reliability_band([0.1], [1])
+
+
+def test_reliability_diagram_draws_band_with_legend():
+    import matplotlib.pyplot as plt
+
+    from fitontest.report.figures.reliability import reliability_diagram
+
+    s, y, _ = synthetic.sample("sqrt", 0.05, 1000, 0)
+    ax = reliability_diagram(s, y, band=0.9)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("90%" in t and "simultaneous" in t for t in labels)
+    plt.close(ax.figure)
