@@ -24,13 +24,13 @@ SRC = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 #: workflow's layers in folders beneath (docs/architecture.md).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("core",)),
-    ("methods", ("families", "multiclass", "metrics", "intervals",
+    ("methods", ("families", "multiclass", "metrics", "intervals", "worlds",
                  "selection", "calibration_tests", "bands")),
     ("data", ("data", "models")),
     ("vision", ("vision",)),
     ("study", ("study",)),
     ("report", ("report",)),
-    ("front door", ("api", "cli", "calibrated_classifier", "__init__")),
+    ("front door", ("api", "choose", "cli", "calibrated_classifier", "__init__")),
 ]
 
 

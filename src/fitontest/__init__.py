@@ -11,6 +11,7 @@ The front door for a model's K-class predictions:
 
 >>> import fitontest
 >>> fitontest.evaluate(probs, labels, evaluator="smece")    # doctest: +SKIP
+>>> fitontest.choose_evaluator(probs, labels)               # doctest: +SKIP
 >>> fitontest.CalibratedClassifier(fitted_clf, method="temps").fit(X_val, y_val)  # doctest: +SKIP
 
 The package is laid out like scikit-learn: the public modules are real
@@ -22,5 +23,7 @@ __version__ = "0.1.0"
 
 from .api import EvaluationResult, evaluate
 from .calibrated_classifier import CalibratedClassifier
+from .choose import EvaluatorChoice, choose_evaluator
 
-__all__ = ["evaluate", "EvaluationResult", "CalibratedClassifier", "__version__"]
+__all__ = ["evaluate", "EvaluationResult", "choose_evaluator", "EvaluatorChoice",
+           "CalibratedClassifier", "__version__"]

@@ -320,6 +320,27 @@ def _classes(mode: str, classes, n_classes: int) -> list[int]:
     return list(dict.fromkeys(out))
 
 
+def binary_tasks(probs_or_logits: Any, labels: Any, mode: str = "confidence",
+                 classes: Sequence[int] | int | None = None, from_logits: bool = False
+                 ) -> tuple[tuple[int, int], dict[int | None, tuple[np.ndarray, np.ndarray]]]:
+    """((n, K), tasks): the binary tasks of :func:`evaluate`, checked as it checks
+    them -- ``{None: (scores, labels)}`` of the top-label task for
+    ``mode="confidence"``, else ``{class: (p_class, 1[label == class])}``."""
+    from .study import tasks
+
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    probs = class_probabilities(probs_or_logits, from_logits)
+    y = to_numpy(labels, "labels")
+    if mode == "confidence":
+        if classes is not None:
+            raise ValueError("classes= applies to the classwise and ovr modes, not confidence")
+        return probs.shape, {None: tasks.confidence(probs, y)}
+    chosen = _classes(mode, classes, probs.shape[1])
+    reduced = tasks.reduce_all({str(c): c for c in chosen}, probs, y)
+    return probs.shape, {c: reduced[str(c)] for c in chosen}
+
+
 def evaluate(probs_or_logits: Any, labels: Any, evaluator: Any = "ece_es_cv",
              mode: Literal["confidence", "classwise", "ovr"] = "confidence",
              classes: Sequence[int] | int | None = None, p: int | str = 1,
@@ -412,25 +433,17 @@ def evaluate(probs_or_logits: Any, labels: Any, evaluator: Any = "ece_es_cv",
     >>> bool(np.isclose(res.estimate, np.mean([r.estimate for r in res.per_class.values()])))
     True
     """
-    from .study import tasks
-
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     p = _check_p(p)
     name, _ = _family(evaluator)
-    probs = class_probabilities(probs_or_logits, from_logits)
-    y = to_numpy(labels, "labels")
-    n, k = probs.shape
+    (n, k), reduced = binary_tasks(probs_or_logits, labels, mode, classes, from_logits)
     if mode == "confidence":
-        if classes is not None:
-            raise ValueError("classes= applies to the classwise and ovr modes, not confidence")
-        s, yb = tasks.confidence(probs, y)
-        r = evaluate_binary(evaluator, s, yb, p=p, interval=interval, test=test)
+        r = evaluate_binary(evaluator, *reduced[None], p=p, interval=interval, test=test)
         return EvaluationResult(name, mode, p, r.estimate, r.debiased, r.hyper, r.interval,
                                 n=n, n_classes=k, pvalue=r.pvalue, test=test)
-    chosen = _classes(mode, classes, k)
-    reduced = tasks.reduce_all({str(c): c for c in chosen}, probs, y)
-    per = {c: evaluate_binary(evaluator, *reduced[str(c)], p=p, interval=interval, test=test)
+    chosen = list(reduced)
+    per = {c: evaluate_binary(evaluator, *reduced[c], p=p, interval=interval, test=test)
            for c in chosen}
     # Bonferroni: a valid test that all m tasks are calibrated, whatever their dependence
     pvalue = (None if test is None
@@ -442,5 +455,5 @@ def evaluate(probs_or_logits: Any, labels: Any, evaluator: Any = "ece_es_cv",
                             n=n, n_classes=k, per_class=per, pvalue=pvalue, test=test)
 
 
-__all__ = ["evaluate", "evaluate_binary", "EvaluationResult", "TaskResult",
+__all__ = ["evaluate", "evaluate_binary", "binary_tasks", "EvaluationResult", "TaskResult",
            "class_probabilities", "max_calibration_error", "to_numpy", "MODES"]

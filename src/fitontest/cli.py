@@ -3,6 +3,8 @@
 - ``fitontest evaluate PRED``: CE estimates and calibration-test p-values of a
   model's K-class predictions (:func:`fitontest.evaluate`), as a table or JSON;
   ``--plot`` draws the smooth reliability diagram;
+- ``fitontest choose PRED``: which evaluator to trust on these predictions
+  (:func:`fitontest.choose_evaluator`); ``evaluate --evaluator auto`` uses it;
 - ``fitontest families``: every registered family and multi-class calibrator;
 - ``fitontest bench NAME_OR_MODULE[:CLASS]``: scores one evaluator on the
   synthetic and the pseudo-real study through the Snakemake workflow (reusing
@@ -112,6 +114,8 @@ def cmd_evaluate(args) -> int:
     plot = check_plot_path(args.plot) if args.plot else None
     names = args.evaluator or ["ece_es_cv"]
     for name in names:                   # an unknown name fails before any work
+        if name == AUTO:
+            continue
         try:
             families.entry(name)
         except KeyError as err:
@@ -124,6 +128,8 @@ def cmd_evaluate(args) -> int:
     p = "max" if args.p == "max" else int(args.p)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        if AUTO in names:
+            names = _auto(names, pred, y, from_logits, args.mode, args.classes, p, args.json)
         results = [evaluate(pred, y, evaluator=name, mode=args.mode, classes=args.classes, p=p,
                             from_logits=from_logits, interval=args.interval,
                             test=None if args.test == "none" else args.test)
@@ -138,6 +144,38 @@ def cmd_evaluate(args) -> int:
         print(result_table(results))
         if plot:
             print(f"reliability diagram: {plot}")
+    return 0
+
+
+# -------------------------------------------------------------------- choose
+#: ``--evaluator auto``: the evaluator :func:`fitontest.choose.choose_evaluator` picks
+AUTO = "auto"
+
+
+def _auto(names, pred, y, from_logits, mode, classes, p, to_stderr) -> list[str]:
+    """``names`` with ``auto`` replaced by the chooser's pick (default settings,
+    criterion ce); prints the one line saying which and why."""
+    from .choose import choose_evaluator
+
+    if p == "max":
+        raise ValueError("--evaluator auto chooses for p = 1 or 2, not max")
+    choice = choose_evaluator(pred, y, mode=mode, classes=classes, p=p,
+                              from_logits=from_logits, interval=None)
+    print(choice.reason(), file=sys.stderr if to_stderr else sys.stdout, flush=True)
+    return list(dict.fromkeys(choice.evaluator if n == AUTO else n for n in names))
+
+
+def cmd_choose(args) -> int:
+    from .choose import choose_evaluator
+
+    pred, y, is_logits = read_predictions(args.pred, args.labels, args.labels_key, args.key)
+    choice = choose_evaluator(pred, y, criterion=args.criterion, mode=args.mode,
+                              classes=args.classes, p=int(args.p),
+                              from_logits=args.from_logits or is_logits,
+                              candidates=args.candidate, with_pl=args.with_pl,
+                              n_worlds=args.worlds, seed=args.seed,
+                              interval=args.interval or None, n_jobs=args.jobs)
+    print(json.dumps(choice.to_dict(), indent=2) if args.json else choice.table())
     return 0
 
 
@@ -377,8 +415,8 @@ def cmd_jobs(args) -> int:
 
 
 # ---------------------------------------------------------------------- main
-COMMANDS = {"evaluate": cmd_evaluate, "families": cmd_families, "bench": cmd_bench,
-            "jobs": cmd_jobs}
+COMMANDS = {"evaluate": cmd_evaluate, "choose": cmd_choose, "families": cmd_families,
+            "bench": cmd_bench, "jobs": cmd_jobs}
 
 
 def run(args) -> int:

@@ -9,15 +9,11 @@ nominal ``level``, the method that built it, the CE it targets
 Methods (``method=``; alpha = 1 - level, theta_hat the used estimate):
 
 - ``"inverted"`` (estimand: the population CE E|S - c(S)|^p): test inversion
-  over model-based bootstrap worlds. A reference map c_ref (ES binning with
-  about n^(1/3) bins, resolving the shape a coarse family misses; for p = 2
-  bins wider than 1 / n^(1/3) also cut, resolving the sparse tail where the
-  squared gaps live; bin means made monotone, the gap interpolated between
-  bins) gives the gap
-  g = c_ref(s) - s; world t has the true map
-  c_t(s) = clip(s + t g, 0, 1) and known CE theta(t) = mean |c_t(s_i) - s_i|^p.
-  In each world the scores are resampled and the labels redrawn as
-  Bernoulli(c_t(s)) (world 0 is consistency resampling: labels ~
+  over model-based bootstrap worlds (:mod:`fitontest.worlds`, docs/methods.md
+  §14): world t has the true map c_t(s) = clip(s + t g, 0, 1), g the gap of the
+  reference map, and known CE theta(t) = mean |c_t(s_i) - s_i|^p; its scores
+  are resampled and its labels redrawn as Bernoulli(c_t(s)) (world 0 is
+  consistency resampling: labels ~
   Bernoulli(s)), the family is refitted (batched for binning families) and
   its used estimate recorded, with common random numbers across worlds. The
   interval holds every theta(t) whose world puts theta_hat inside its central
@@ -66,13 +62,12 @@ from sklearn.base import clone
 
 from . import families
 from .families.base import estimates, resample_chunks, used_estimates
-from .families.binning import BinningFamily, assign_bins, bin_stats
 from fitontest.core.validation import check_binary
+# the worlds of "inverted" (reference map, scaled gaps, label redraws) are one
+# module with the evaluator chooser's (docs/methods.md §14)
+from .worlds import WORLD_T, largest_ce, reference_gap, world_replicates, world_reps
 
 METHODS = ("auto", "inverted", "sun", "basic", "percentile")
-
-# Scales t of the gap in the worlds of "inverted" (t = 1: the reference map).
-WORLD_T = np.array([0.0, 0.15, 0.3, 0.45, 0.6, 0.8, 1.0, 1.4, 2.0])
 
 # "auto": (family, p) -> method, derived by benchmarks/interval_auto.py from
 # benchmarks/measured/interval_coverage.md (about 400 samples per cell) and
@@ -291,81 +286,6 @@ def _sun(fitted, level: float, p: int) -> tuple[float, float]:
 
 
 # ------------------------------------------------------------- inverted
-def reference_gap(s: np.ndarray, y: np.ndarray, p: int = 1) -> np.ndarray:
-    """g(s_i) = c_ref(s_i) - s_i of the worlds' reference map: bins of about
-    n^(2/3) points each (b = n^(1/3) ES bins), their label means made
-    non-decreasing (weighted PAV) and the gap interpolated linearly between the
-    bins' mean scores (flat beyond them). Monotone and smooth, as calibration
-    maps are: a noisy step map would give the worlds a larger estimator bias
-    than the data have.
-
-    p = 2: every ES bin wider than 1 / b in score is also cut into equal-width
-    pieces no wider than that. The squared CE lives in the sparse tail (one-vs-rest
-    scores pile near 0, so the top ES bin spans most of [0, 1]); a reference that
-    flattens the tail's gaps gives worlds whose coarse-bin estimators lose less
-    to averaging than on the data, and the interval sits low (docs/methods.md
-    §11.1: smallest cells on the study's one-vs-rest laws 61-81 % before, 91.7-95.1 % after).
-    """
-    from sklearn.isotonic import IsotonicRegression
-
-    n_bins = int(np.clip(round(s.size ** (1.0 / 3.0)), 1, max(1, s.size // 10)))
-    ref = BinningFamily(scheme="es", n_bins=n_bins, selection="fixed").fit(s, y)
-    nb, sb, yb = ref.bin_counts_, ref.bin_mean_scores_, ref.bin_mean_labels_
-    if p == 2:
-        es = ref.edges_
-        pieces = np.maximum(np.ceil(np.diff(es) * n_bins), 1).astype(int)
-        edges = np.unique(np.concatenate(
-            [np.linspace(a, b, k + 1)[:-1] for a, b, k in zip(es[:-1], es[1:], pieces)]
-            + [es[-1:]]))
-        nb, sb, yb = bin_stats(assign_bins(s, edges, "es"), s, y, edges.size - 1)
-    full = nb > 0
-    sb, yb, nb = sb[full], yb[full], nb[full]
-    if sb.size < 2:
-        return np.full(s.size, float(yb[0] - sb[0]))
-    mono = IsotonicRegression(y_min=0.0, y_max=1.0).fit(sb, yb, sample_weight=nb).predict(sb)
-    return np.interp(s, sb, mono - sb)
-
-
-def world_replicates(fam, s: np.ndarray, y: np.ndarray, n_rep: int, seed, p: int,
-                     t_grid=WORLD_T, max_cells: int = 4_000_000):
-    """(theta (K,), estimates (K, n_rep)): the worlds' true CE and the family's
-    used estimate on ``n_rep`` samples of each world (module docstring).
-
-    Common random numbers: one resample index and one uniform per point and
-    replicate serve every world; rows go in chunks of ``max_cells / n``.
-    """
-    n = s.size
-    g = reference_gap(s, y, p)
-    t_grid = np.asarray(t_grid, dtype=np.float64)
-    maps = np.clip(s[None, :] + t_grid[:, None] * g[None, :], 0.0, 1.0)
-    theta = np.mean(np.abs(maps - s[None, :]) ** p, axis=1)
-    s_aug = np.concatenate((s, s))            # index i: label 0, index n + i: label 1
-    y_aug = np.concatenate((np.zeros(n), np.ones(n)))
-    rng = np.random.default_rng(seed)
-    step = max(1, int(max_cells) // n)
-    starts = range(0, int(n_rep), step)
-
-    def blocks():             # chunk by chunk, every world in turn: common random numbers
-        for r0 in starts:
-            rows = min(step, int(n_rep) - r0)
-            idx = rng.integers(0, n, size=(rows, n))
-            u = rng.random((rows, n))
-            for k in range(t_grid.size):
-                yield idx + n * (u < maps[k][idx])
-
-    # one call: the sample is validated and coded once, and a binning family
-    # reuses the label-free work of a chunk in every world
-    flat = replicate_estimates(fam, s_aug, y_aug, blocks(), p=p)
-    out = np.empty((t_grid.size, int(n_rep)))
-    i = 0
-    for r0 in starts:
-        rows = min(step, int(n_rep) - r0)
-        for k in range(t_grid.size):
-            out[k, r0:r0 + rows] = flat[i:i + rows]
-            i += rows
-    return theta, out
-
-
 def _crossing(theta: np.ndarray, q: np.ndarray, value: float) -> float:
     """theta where the non-decreasing curve q(theta) reaches ``value`` (linear
     between worlds, extrapolated past the last one, theta[0] below the first)."""
@@ -379,16 +299,6 @@ def _crossing(theta: np.ndarray, q: np.ndarray, value: float) -> float:
     dq = q[j] - q[j - 1]
     frac = (value - q[j - 1]) / dq if dq > 0 else 1.0
     return float(theta[j - 1] + frac * (theta[j] - theta[j - 1]))
-
-
-def world_reps(n_boot: int) -> int:
-    """Replicates per world of "inverted" for ``n_boot`` (half, at least 20)."""
-    return max(int(n_boot) // 2, 20)
-
-
-def largest_ce(s: np.ndarray, p: int) -> float:
-    """mean max(s, 1 - s)^p, the CE of the farthest map: it caps every end."""
-    return float(np.mean(np.maximum(s, 1.0 - s) ** p))
 
 
 def inverted_level(level: float, scale: float | None = None) -> float:
@@ -456,7 +366,8 @@ def bootstrap_interval(fitted, scores, labels, est: Mapping[str, float] | None =
         lo, hi = _sun(fitted, level, p)
         n_boot = 0
     elif method == "inverted":
-        theta, reps = world_replicates(fitted, s, y, world_reps(n_boot), seed, p)
+        theta, reps = world_replicates(fitted, s, y, world_reps(n_boot), seed, p,
+                                       gap=reference_gap(s, y, p))
         lo, hi = invert(estimate, theta, reps, inverted_level(level))
         n_boot = reps.size
     else:

@@ -53,7 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "probs, probabilities, predictions, logits, scores, or the only 2-D array)")
     ev.add_argument("--evaluator", action="append", metavar="NAME",
                     help="a calibration-map family from `fitontest families` (repeatable; "
-                    "default ece_es_cv)")
+                    "default ece_es_cv), or auto: the one `fitontest choose` recommends for "
+                    "these data (one line says which and why)")
     ev.add_argument("--mode", choices=["confidence", "classwise", "ovr"], default="confidence",
                     help="binary task(s) to evaluate: confidence = the top label (default); "
                     "classwise = every class vs the rest, averaged; ovr = the classes named "
@@ -76,6 +77,44 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also write the smooth reliability diagram of the confidence task "
                     "(ovr / classwise: of the first class) to this image file")
     ev.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    ch = sub.add_parser(
+        "choose", help="which evaluator to trust on these predictions: each candidate's "
+        "expected error in worlds shaped like the data",
+        description="Recommend the evaluator for these predictions (fitontest.choose_evaluator,"
+        " docs/methods.md §14): worlds shaped like the data (the scores resampled, true maps "
+        "the data cannot rule out, labels redrawn at the same n) score every candidate "
+        "against a known truth; the table gives each one's expected CE error and CMEE with "
+        "Monte Carlo SEs, * marks those not significantly worse than any other, and the "
+        "recommended one's estimate and interval on the data follow. PRED formats and input "
+        "options as `fitontest evaluate`.")
+    ch.add_argument("pred", metavar="PRED", help="predictions: .npz, .npy, .csv or .parquet")
+    ch.add_argument("--labels", metavar="FILE", help="labels file, when PRED has none")
+    ch.add_argument("--labels-key", metavar="KEY", help="npz key or table column of the labels")
+    ch.add_argument("--key", metavar="KEY", help="npz key of the predictions")
+    ch.add_argument("--mode", choices=["confidence", "classwise", "ovr"], default="confidence",
+                    help="binary task(s), as `fitontest evaluate` (default confidence)")
+    ch.add_argument("--classes", type=int, nargs="+", metavar="K",
+                    help="class indices for --mode classwise / ovr")
+    ch.add_argument("--p", choices=["1", "2"], default="1", help="the CE's norm (default 1)")
+    ch.add_argument("--from-logits", action="store_true", help="PRED holds logits")
+    ch.add_argument("--criterion", choices=["ce", "map", "ranking"], default="ce",
+                    help="what the recommendation minimises: ce = |CE estimate - true CE| "
+                    "(default), map = CMEE (the map's error), ranking = 1 - Spearman across "
+                    "temperature-scaled versions of the scores (5x the cost)")
+    ch.add_argument("--candidate", action="append", metavar="NAME",
+                    help="a candidate evaluator (repeatable; default: the binning, "
+                    "parametric, isotonic and smooth families)")
+    ch.add_argument("--with-pl", action="store_true",
+                    help="also PL and PL3 (pl_ce, pl3_ce; slow, needs fitontest[fast])")
+    ch.add_argument("--worlds", type=int, default=40,
+                    help="number of worlds (default 40; the SE falls as 1/sqrt)")
+    ch.add_argument("--seed", type=int, default=0, help="seed of the worlds (default 0)")
+    ch.add_argument("--interval", type=float, default=0.9, metavar="LEVEL",
+                    help="level of the recommended evaluator's CE interval (default 0.9; 0: "
+                    "none)")
+    ch.add_argument("--jobs", type=int, default=1, help="processes over the worlds (default 1)")
+    ch.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
     fa = sub.add_parser("families", help="list the evaluators (calibration-map families) and "
                         "the multi-class calibrators, one line each",

@@ -1,0 +1,371 @@
+"""Which evaluator to trust on *these* predictions: a data-adaptive choice
+(docs/methods.md §14).
+
+>>> import fitontest
+>>> choice = fitontest.choose_evaluator(probs, labels)       # doctest: +SKIP
+>>> print(choice)                                            # doctest: +SKIP
+
+No evaluator wins everywhere: the best one moves with the shape of the true
+map, the score law and n. :func:`choose_evaluator` measures the candidates in
+worlds shaped like the user's data (:mod:`fitontest.worlds`): the user's scores
+resampled, true maps drawn from the set the data cannot rule out (several
+generator families' fits, each perturbed by refitting on bootstrap resamples),
+labels redrawn at the user's n. Every candidate is fitted in every world and
+scored against the world's known map:
+
+- ``criterion="ce"``: |CE estimate - true CE| (the estimate the tables use:
+  debiased where the family has one; true CE = mean |c(s*) - s*|^p over the
+  world's sample, as the study's ``ce_error``);
+- ``criterion="map"``: CMEE, mean |c_hat(s) - c(s)|^p over the user's scores
+  (evaluators without a map get none);
+- ``criterion="ranking"``: 1 - Spearman correlation, across five temperature
+  scalings of the world's scores (T in :data:`RANK_TEMPERATURES`, the
+  "calibrators" to rank), between the estimated and the true CE of each.
+
+Over several tasks (classwise / ovr) a world's error is that of the mean over
+the tasks, as :func:`fitontest.evaluate` reports the mean. The recommendation
+is the candidate with the lowest mean loss over the worlds; ``tied`` marks the
+candidates not significantly worse than any other (two-sided paired t-tests
+over the worlds, Holm over all pairs: :func:`fitontest.report.stats.significance_markers`,
+the tables' rule). Its estimate on the real data is :func:`fitontest.evaluate`'s.
+
+Cost: ``n_worlds`` fits of every candidate (times 5 for ``"ranking"``), per
+task; about 40 s on one core at n = 10,000 for the default candidates
+(benchmarks/measured/choose_truth.md); ``n_jobs`` spreads worlds over processes.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+CRITERIA = ("ce", "map", "ranking")
+
+#: the binning, parametric, isotonic and smooth families (PL / PL3 with ``with_pl``)
+DEFAULT_CANDIDATES = ("ece_es15", "ece_es_cv", "ece_es_sweep", "ece_ew15", "ece_ew_cv",
+                      "ece_ew_sweep", "platt", "temp_1vsrest", "beta", "isotonic",
+                      "scaling_binning", "smece", "kde", "spline_natural", "spline_cubic",
+                      "spline_parabolic")
+PL_CANDIDATES = ("pl_ce", "pl3_ce")
+
+#: temperatures of the versions ranked by ``criterion="ranking"`` (s -> sigmoid(logit(s) / T))
+RANK_TEMPERATURES = (0.7, 0.85, 1.0, 1.2, 1.5)
+
+
+@dataclass(frozen=True)
+class EvaluatorScore:
+    """One candidate's mean loss over the worlds, with its Monte Carlo SE.
+
+    ``ce_error``: mean |CE estimate - true CE|; ``cmee``: mean CMEE (NaN
+    without a map); ``ranking``: mean 1 - Spearman (NaN unless asked for);
+    ``tied``: not significantly worse than any other under the criterion.
+    """
+
+    evaluator: str
+    ce_error: float
+    ce_error_se: float
+    cmee: float
+    cmee_se: float
+    ranking: float = float("nan")
+    ranking_se: float = float("nan")
+    tied: bool = False
+
+
+@dataclass
+class EvaluatorChoice:
+    """What :func:`choose_evaluator` returns: the recommended ``evaluator``,
+    every candidate's ``scores`` (best first under ``criterion``), the
+    recommended one's :class:`~fitontest.api.EvaluationResult` on the data
+    (``result``), its used ``estimate`` (debiased where the family has one:
+    the value scored in the worlds) and ``interval`` (one task only), and the
+    generators whose maps made the worlds with their Kuiper p-values
+    (``generators``, first task)."""
+
+    evaluator: str
+    criterion: str
+    p: int
+    scores: list[EvaluatorScore]
+    result: Any
+    estimate: float
+    interval: Any = None
+    n_worlds: int = 0
+    generators: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def tied(self) -> list[str]:
+        """The candidates not significantly worse than any other."""
+        return [r.evaluator for r in self.scores if r.tied]
+
+    def reason(self) -> str:
+        """One line: which evaluator and why."""
+        best = self.scores[0]
+        what = {"ce": ("expected |CE error|", best.ce_error, best.ce_error_se),
+                "map": ("expected CMEE", best.cmee, best.cmee_se),
+                "ranking": ("expected 1 - Spearman", best.ranking, best.ranking_se)}
+        label, v, se = what[self.criterion]
+        others = [e for e in self.tied if e != self.evaluator]
+        return (f"auto: {self.evaluator}, the lowest {label} ({v:.5f} ± {se:.5f}) of "
+                f"{len(self.scores)} evaluators in {self.n_worlds} worlds like these data; "
+                + (f"not significantly worse: {', '.join(others)}" if others
+                   else "every other is significantly worse"))
+
+    def table(self) -> str:
+        iv = self.interval
+        head = (f"recommended: {self.evaluator} (criterion {self.criterion}, p={self.p}): "
+                f"estimate {self.estimate:.6f}"
+                + (f", interval [{iv.lo:.6f}, {iv.hi:.6f}] ({iv.level:g})" if iv else "")
+                + f"; worlds from {', '.join(self.generators) or '-'}")
+        rows = [("evaluator", "CE error", "± SE", "CMEE", "± SE", "1-Spearman", "± SE", "")]
+        for r in self.scores:
+            rows.append((r.evaluator, *(f"{v:.5f}" if np.isfinite(v) else "-" for v in (
+                r.ce_error, r.ce_error_se, r.cmee, r.cmee_se, r.ranking, r.ranking_se)),
+                "*" if r.tied else ""))
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in rows]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        return "\n".join([head, *lines, "* = not significantly worse than any other "
+                          "(paired t over the worlds, Holm)", self.reason()])
+
+    __str__ = table
+
+    def to_dict(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        iv = self.interval
+        return {"evaluator": self.evaluator, "criterion": self.criterion, "p": self.p,
+                "estimate": self.estimate, "n_worlds": self.n_worlds,
+                "interval": None if iv is None else {"lo": iv.lo, "hi": iv.hi,
+                                                     "level": iv.level, "method": iv.method},
+                "generators": self.generators, "seconds": self.seconds,
+                "reason": self.reason(), "result": self.result.to_dict(),
+                "scores": [{k: (None if isinstance(v, float) and not np.isfinite(v) else v)
+                            for k, v in asdict(r).items()} for r in self.scores]}
+
+
+# ------------------------------------------------------------------ one world
+def _versions(s: np.ndarray) -> np.ndarray:
+    """(len(RANK_TEMPERATURES), n) temperature-scaled versions of the scores."""
+    from scipy.special import expit, logit
+
+    z = logit(np.clip(s, 1e-12, 1.0 - 1e-12))
+    return expit(z[None, :] / np.asarray(RANK_TEMPERATURES)[:, None])
+
+
+def _fit_used(name: str, s: np.ndarray, y: np.ndarray, p: int, at: np.ndarray | None):
+    """(used L^p estimate, map at ``at`` or None) of family ``name`` on (s, y);
+    (NaN, None) where it cannot be fitted on this sample."""
+    from . import families
+    from .families.base import estimates, used_estimates
+
+    try:
+        fam = families.get(name).fit(s, y)
+        est = used_estimates(estimates(fam, s))[p - 1]
+        c = fam.predict(at) if at is not None and fam.provides_map else None
+    except (ValueError, FloatingPointError, np.linalg.LinAlgError):
+        return float("nan"), None
+    return float(est), c
+
+
+def world_losses(w: int, tasks: list[tuple[np.ndarray, np.ndarray]], names: Sequence[str],
+                 p: int, ranking: bool, seed) -> np.ndarray:
+    """(3, E) losses of the E candidates in world ``w``: |CE error|, CMEE and
+    1 - Spearman (NaN unless ``ranking``); ``tasks``: (user scores, world map at
+    them) per task."""
+    from scipy.stats import rankdata
+
+    from .worlds import world_sample
+
+    E, K = len(names), len(tasks)
+    est, cm = np.full((K, E), np.nan), np.full((K, E), np.nan)
+    true = np.empty(K)
+    n_v = len(RANK_TEMPERATURES) if ranking else 0
+    est_v, true_v = np.full((K, n_v, E), np.nan), np.empty((K, n_v))
+    for k, (s, c) in enumerate(tasks):
+        rng = np.random.default_rng([*seed, 2, w, k])
+        sw, yw, cw = world_sample(rng, s, c)
+        true[k] = np.mean(np.abs(cw - sw) ** p)
+        for j, name in enumerate(names):
+            est[k, j], chat = _fit_used(name, sw, yw, p, s)
+            if chat is not None:
+                cm[k, j] = np.mean(np.abs(chat - c) ** p)
+        if ranking:
+            for v, sv in enumerate(_versions(sw)):
+                # the version's true map at its score sv_i is c(s_i): a monotone
+                # transform of the score keeps P(Y = 1 | score)
+                true_v[k, v] = np.mean(np.abs(cw - sv) ** p)
+                for j, name in enumerate(names):
+                    est_v[k, v, j] = _fit_used(name, sv, yw, p, None)[0]
+    out = np.full((3, E), np.nan)
+    out[0] = np.abs(est.mean(axis=0) - true.mean())
+    out[1] = cm.mean(axis=0)
+    if ranking:
+        e, t = est_v.mean(axis=0), true_v.mean(axis=0)          # (V, E), (V,)
+        re, rt = rankdata(e, axis=0), rankdata(t)
+        re, rt = re - re.mean(axis=0), rt - rt.mean()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rho = (rt @ re) / np.sqrt((rt @ rt) * (re * re).sum(axis=0))
+        ok = np.isfinite(e).all(axis=0)
+        out[2] = np.where(ok, 1.0 - np.nan_to_num(rho, nan=0.0), np.nan)
+    return out
+
+
+class _Progress:
+    """A one-line progress bar on stderr (worlds done, seconds)."""
+
+    def __init__(self, total: int, on: bool):
+        self.total, self.on, self.t0, self.done = total, on, time.perf_counter(), 0
+
+    def step(self):
+        self.done += 1
+        if self.on:
+            k = int(30 * self.done / self.total)
+            sys.stderr.write(f"\rchoose: worlds {self.done}/{self.total} [{'#' * k}"
+                             f"{'.' * (30 - k)}] {time.perf_counter() - self.t0:.0f}s")
+            if self.done == self.total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+# --------------------------------------------------------------------- public
+def _check(criterion, p, n_worlds, level) -> None:
+    if criterion not in CRITERIA:
+        raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
+    if isinstance(p, bool) or p not in (1, 2):
+        raise ValueError(f"p must be 1 or 2 for choose_evaluator, got {p!r}")
+    if isinstance(n_worlds, bool) or not isinstance(n_worlds, (int, np.integer)) \
+            or n_worlds < 4:
+        raise ValueError(f"n_worlds must be an integer >= 4, got {n_worlds!r}")
+    if level is not None and not 0.0 < float(level) < 1.0:
+        raise ValueError(f"interval must be a level in (0, 1) or None, got {level!r}")
+
+
+def choose_evaluator(probs_or_logits: Any, labels: Any, *, criterion: str = "ce",
+                     mode: str = "confidence", classes: Sequence[int] | int | None = None,
+                     p: int = 1, from_logits: bool = False,
+                     candidates: Sequence[str] | None = None, with_pl: bool = False,
+                     n_worlds: int = 40, seed: int = 0, interval: float | None = 0.9,
+                     alpha: float = 0.05, n_jobs: int = 1,
+                     progress: bool | None = None) -> EvaluatorChoice:
+    """Recommend the evaluator to trust on these predictions (module docstring).
+
+    Parameters
+    ----------
+    probs_or_logits, labels, mode, classes, from_logits
+        As :func:`fitontest.evaluate` (the same checks and errors).
+    criterion : {"ce", "map", "ranking"}
+        Loss the recommendation minimises: |CE estimate - true CE|, CMEE, or
+        1 - Spearman across temperature-scaled versions of the scores.
+    p : {1, 2}
+        The CE's norm.
+    candidates : sequence of str, optional
+        Registered family names (default :data:`DEFAULT_CANDIDATES`, plus
+        :data:`PL_CANDIDATES` with ``with_pl``).
+    n_worlds : int
+        Worlds (true maps), at least 4; the Monte Carlo SE falls as 1 / sqrt.
+    seed : int
+        Seeds the maps' bootstrap and every world's draws: same seed, same choice.
+    interval : float or None
+        Level of the recommended evaluator's CE interval on the data
+        (:func:`fitontest.intervals.ce_interval`; one task only), None for none.
+    alpha : float
+        Family-wise level of the "not significantly worse" set.
+    n_jobs : int
+        Processes over the worlds (joblib).
+    progress : bool, optional
+        A progress bar on stderr; default: when stderr is a terminal.
+    """
+    from . import families
+    from .api import binary_tasks, evaluate
+    from .worlds import plausible_maps
+
+    t0 = time.perf_counter()
+    _check(criterion, p, n_worlds, interval)
+    names = list(dict.fromkeys(candidates if candidates is not None
+                               else DEFAULT_CANDIDATES + (PL_CANDIDATES if with_pl else ())))
+    if not names:
+        raise ValueError("candidates is empty")
+    for name in names:                  # an unknown name: the registry's error, close names
+        families.get(name)
+    (n, _), reduced = binary_tasks(probs_or_logits, labels, mode, classes, from_logits)
+    task_list = list(reduced.values())
+    # a candidate that cannot be fitted on the data is not a candidate
+    s0, y0 = task_list[0]
+    names = [nm for nm in names if np.isfinite(_fit_used(nm, s0, y0, p, None)[0])]
+    if not names:
+        raise ValueError("no candidate evaluator can be fitted on these data")
+    per_task = [plausible_maps(s, y, int(n_worlds), [seed, 1, k])
+                for k, (s, y) in enumerate(task_list)]
+    seq = [seed]
+    ranking = criterion == "ranking"
+    bar = _Progress(int(n_worlds), sys.stderr.isatty() if progress is None else progress)
+
+    def args(w):
+        return (w, [(s, maps[w]) for (s, _), (maps, _, _) in zip(task_list, per_task)],
+                names, p, ranking, seq)
+
+    if n_jobs == 1:
+        rows = []
+        for w in range(int(n_worlds)):
+            rows.append(world_losses(*args(w)))
+            bar.step()
+    else:
+        from joblib import Parallel, delayed
+
+        rows = []
+        for r in Parallel(n_jobs=n_jobs, return_as="generator")(
+                delayed(world_losses)(*args(w)) for w in range(int(n_worlds))):
+            rows.append(r)
+            bar.step()
+    losses = np.stack(rows)                                   # (W, 3, E)
+    scores = _scores(losses, names, CRITERIA.index(criterion), alpha)
+    best = scores[0].evaluator
+    result = evaluate(probs_or_logits, labels, evaluator=best, mode=mode, classes=classes,
+                      p=p, from_logits=from_logits, test=None)
+    used = result.debiased if result.debiased is not None else result.estimate
+    ci = None
+    if interval is not None and len(task_list) == 1:
+        from .intervals import batched, ce_interval
+
+        ci = ce_interval(best, s0, y0, p=p, level=float(interval),
+                         n_boot=200 if batched(best) else 40, seed=seed)
+    return EvaluatorChoice(best, criterion, p, scores, result, float(used), ci,
+                           n_worlds=int(n_worlds), generators=per_task[0][2],
+                           seconds=time.perf_counter() - t0)
+
+
+def _scores(losses: np.ndarray, names: list[str], c: int, alpha: float) -> list[EvaluatorScore]:
+    """Per candidate: mean and Monte Carlo SE of each loss over the worlds, and
+    the "not significantly worse" flag of loss ``c``; best (lowest mean) first."""
+    import pandas as pd
+
+    from .report.stats import significance_markers
+
+    import warnings
+
+    with warnings.catch_warnings():         # all-NaN columns (no map): NaN, silently
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nanmean(losses, axis=0)
+        se = np.nanstd(losses, axis=0, ddof=1) / np.sqrt(np.maximum(
+            np.isfinite(losses).sum(axis=0), 1))
+    crit = losses[:, c, :]
+    # a candidate undefined in some world (no map; could not be fitted) is not ranked
+    # on this criterion: NaN mean
+    usable = np.isfinite(crit).all(axis=0)
+    key = np.where(usable, mean[c], np.inf)
+    if not usable.any():
+        raise ValueError(f"no candidate has a {CRITERIA[c]!r} loss in every world "
+                         "(criterion 'map' needs evaluators with a map)")
+    tied = significance_markers(pd.DataFrame(np.where(usable, crit, np.nan), columns=names),
+                                alpha=alpha).to_numpy() & usable
+    order = sorted(range(len(names)), key=lambda j: (key[j], names[j]))
+    return [EvaluatorScore(names[j], *map(float, (mean[0, j], se[0, j], mean[1, j], se[1, j],
+                                                  mean[2, j], se[2, j])), bool(tied[j]))
+            for j in order]
+
+
+__all__ = ["choose_evaluator", "EvaluatorChoice", "EvaluatorScore", "CRITERIA",
+           "DEFAULT_CANDIDATES", "PL_CANDIDATES", "RANK_TEMPERATURES", "world_losses"]

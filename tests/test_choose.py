@@ -1,0 +1,155 @@
+"""The evaluator chooser (fitontest.choose, docs/methods.md §14): it picks the
+evaluator with the smaller true error where one is known to be best, it is
+deterministic, its estimate is evaluate's, and bad input fails as evaluate's."""
+import json
+
+import numpy as np
+import pytest
+from scipy.special import expit, logit
+
+import fitontest
+from fitontest import families
+from fitontest.choose import choose_evaluator
+from fitontest.data import synthetic
+from fitontest.families.base import estimates, used_estimates
+
+PAIR = ["ece_es15", "platt"]
+
+
+def _smooth(seed, n=500):
+    """A temperature-scaled map (in Platt's family), scores Beta(3, 3)."""
+    rng = np.random.default_rng(seed)
+    s = rng.beta(3, 3, n)
+    c = expit(0.7 * logit(s))
+    return s, (rng.random(n) < c).astype(int), c
+
+
+def _stairs(seed, n=20_000):
+    return synthetic.sample("stairs", 0.05, n, seed)
+
+
+def _true_error(name, s, y, c):
+    fam = families.get(name).fit(s, y)
+    return abs(used_estimates(estimates(fam, s))[0] - np.mean(np.abs(s - c)))
+
+
+def _mean_true_errors(draw, seeds):
+    return {k: np.mean([_true_error(k, *draw(sd)) for sd in seeds]) for k in PAIR}
+
+
+def test_picks_the_evaluator_with_the_smaller_true_error():
+    """Smooth map, n = 500: 15 bins lose to Platt scaling (truth over 30
+    samples); stairs, n = 20,000: Platt cannot bend and loses by 10x. The
+    chooser, on samples it never saw the truth of, picks differently in the
+    two, and each time the one with the smaller true error."""
+    smooth_truth = _mean_true_errors(_smooth, range(30))
+    stairs_truth = _mean_true_errors(_stairs, range(4))
+    assert smooth_truth["ece_es15"] > 1.3 * smooth_truth["platt"], smooth_truth
+    assert stairs_truth["platt"] > 5 * stairs_truth["ece_es15"], stairs_truth
+    smooth_picks = [choose_evaluator(*_smooth(100 + k)[:2], mode="ovr", candidates=PAIR,
+                                     n_worlds=60, seed=k, interval=None).evaluator
+                    for k in range(3)]
+    assert smooth_picks.count("platt") >= 2, smooth_picks
+    stairs = choose_evaluator(*_stairs(100)[:2], mode="ovr", candidates=PAIR, n_worlds=20,
+                              interval=None)
+    assert stairs.evaluator == "ece_es15"
+    assert [r.evaluator for r in stairs.scores if r.tied] == ["ece_es15"]   # platt: worse
+    assert "platt" not in stairs.generators           # the data rule the smooth map out
+
+
+def _probs(n=1500, k=3, seed=0):
+    rng = np.random.default_rng(seed)
+    logits = 2.5 * rng.normal(size=(n, k))
+    probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    labels = np.array([rng.choice(k, p=row) for row in np.exp(0.7 * np.log(probs))
+                       / np.exp(0.7 * np.log(probs)).sum(axis=1, keepdims=True)])
+    return probs, labels
+
+
+CANDS = ["ece_es15", "ece_ew15", "platt", "isotonic"]
+
+
+def test_deterministic_and_estimate_is_evaluates():
+    probs, labels = _probs()
+    a = choose_evaluator(probs, labels, candidates=CANDS, n_worlds=8, seed=3, interval=0.9)
+    b = choose_evaluator(probs, labels, candidates=CANDS, n_worlds=8, seed=3, interval=0.9)
+    assert a.evaluator == b.evaluator and a.to_dict()["scores"] == b.to_dict()["scores"]
+    assert (a.interval.lo, a.interval.hi) == (b.interval.lo, b.interval.hi)
+    ref = fitontest.evaluate(probs, labels, evaluator=a.evaluator, test=None)
+    assert a.result.estimate == ref.estimate
+    assert a.estimate == (ref.debiased if ref.debiased is not None else ref.estimate)
+    assert a.interval.lo <= a.estimate <= a.interval.hi or a.interval.lo == 0.0
+    assert a.scores[0].evaluator == a.evaluator and a.scores[0].tied
+    means = [r.ce_error for r in a.scores]
+    assert means == sorted(means) and all(r.ce_error_se > 0 for r in a.scores)
+    c = choose_evaluator(probs, labels, candidates=CANDS, n_worlds=8, seed=4, interval=None)
+    assert c.to_dict()["scores"] != a.to_dict()["scores"]   # another seed, other worlds
+
+
+def test_map_criterion_and_classwise():
+    """criterion "map" ranks by CMEE and drops estimate-only evaluators (kce);
+    classwise: one world error per world for the mean over the classes."""
+    probs, labels = _probs(900)
+    ch = choose_evaluator(probs, labels, criterion="map", mode="classwise",
+                          candidates=["ece_es15", "platt", "kce"], n_worlds=6, interval=None)
+    assert ch.evaluator in ("ece_es15", "platt") and ch.interval is None
+    cm = [r.cmee for r in ch.scores if r.evaluator != "kce"]
+    assert cm == sorted(cm)
+    kce = next(r for r in ch.scores if r.evaluator == "kce")
+    assert np.isnan(kce.cmee) and not kce.tied and ch.scores[-1].evaluator == "kce"
+    ref = fitontest.evaluate(probs, labels, evaluator=ch.evaluator, mode="classwise", test=None)
+    assert ch.result.estimate == ref.estimate
+
+
+def test_ranking_criterion_scores_spearman():
+    probs, labels = _probs(800)
+    ch = choose_evaluator(probs, labels, criterion="ranking", candidates=["ece_es15", "platt"],
+                          n_worlds=5, interval=None)
+    assert all(0.0 <= r.ranking <= 2.0 for r in ch.scores)
+    assert ch.scores[0].ranking <= ch.scores[1].ranking
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"probs": [[0.5, 0.6]], "labels": [0]}, "sum to 1"),
+    ({"labels": [7] * 1500}, "label"),
+    ({"mode": "bogus"}, "mode must be one of"),
+    ({"candidates": ["ece_es16"]}, "ece_es"),
+    ({"criterion": "mse"}, "criterion must be one of"),
+    ({"p": "max"}, "p must be 1 or 2"),
+])
+def test_bad_input_errors_as_evaluate(kwargs, match):
+    probs, labels = _probs()
+    args = {"probs": probs, "labels": labels, **kwargs}
+    cands = args.pop("candidates", CANDS)
+    crit, mode, p = args.pop("criterion", "ce"), args.pop("mode", "confidence"), args.pop("p", 1)
+    with pytest.raises(ValueError, match=match) as got:
+        choose_evaluator(args["probs"], args["labels"], candidates=cands, criterion=crit,
+                         mode=mode, p=p, n_worlds=4, interval=None)
+    if "criterion" not in kwargs and "p" not in kwargs:
+        with pytest.raises(ValueError) as want:
+            fitontest.evaluate(args["probs"], args["labels"], mode=mode,
+                               evaluator=cands[0] if "candidates" in kwargs else "ece_es15")
+        assert str(got.value) == str(want.value)
+
+
+def test_cli_choose_and_evaluate_auto(tmp_path, capsys):
+    from fitontest.cli import main
+
+    probs, labels = _probs(500)
+    path = tmp_path / "preds.npz"
+    np.savez(path, probs=probs, labels=labels)
+    assert main(["choose", str(path), "--worlds", "6", "--json", "--interval", "0",
+                 *sum((["--candidate", c] for c in CANDS), [])]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["evaluator"] in CANDS and len(out["scores"]) == len(CANDS)
+    assert main(["evaluate", str(path), "--evaluator", "auto", "--test", "none"]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert text[0].startswith("auto: ") and "worlds like these data" in text[0]
+    picked = text[0].split()[1].rstrip(",")
+    assert text[3].split()[0] == picked              # the table's row is the pick's
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, probs=probs + 0.5, labels=labels)
+    assert main(["choose", str(bad)]) == 2
+    err_choose = capsys.readouterr().err.replace("fitontest choose", "X")
+    assert main(["evaluate", str(bad)]) == 2
+    assert err_choose == capsys.readouterr().err.replace("fitontest evaluate", "X")
