@@ -261,7 +261,13 @@ def test_bench_report_marks_ties_and_intervals_over_units():
                                          size=1000, truth="isotonic", evaluator=ev,
                                          cmee=base + shift, ce_error=base + shift))
     text = bench_report(pd.DataFrame(rows), "bad", "Pseudo-real", None)
-    assert "bad: CMEE rank 3 of 3 (significantly worse than the best)" in text
+    assert "bad: CMEE rank 3 of 3, simultaneous rank bounds 3 (contradicted: 2 evaluator(s) " \
+           "significantly better)" in text
+    assert "3 independent clusters (seed)" in text            # no design column: paper
+    text = bench_report(pd.DataFrame(rows).assign(subsets="independent"), "good", "P", None)
+    assert "12 independent clusters (arch, task, seed)" in text
+    assert "good: CMEE rank 1 of 3, simultaneous rank bounds 1–2 (not distinguishable " \
+           "from the best)" in text
     good = next(line for line in text.splitlines() if line.startswith("good"))
     twin = next(line for line in text.splitlines() if line.startswith("twin"))
     assert good.count("*") == 2 and twin.count("*") == 2      # identical columns: both tied

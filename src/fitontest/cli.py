@@ -287,21 +287,45 @@ def bench_config(base: dict, name: str, spec: str | None) -> dict:
 
 def ranking(frame, value: str, inference):
     """Per evaluator: the tables' cell (mean over the policy's independent
-    clusters, 95 % interval), rank (1 = smallest) and whether it is not
-    significantly worse than any other (the tables' markers)."""
+    clusters, 95 % interval), rank (1 = smallest), simultaneous rank bounds
+    (``rank_lo``, ``rank_hi``) from the tables' pairwise tests and whether it
+    is not significantly worse than any other (``tied``: the tables' markers)."""
     import pandas as pd
 
     from .report.aggregate import aggregate_units
-    from .report.stats import significance_markers
+    from .report.stats import pairwise_better, rank_bounds
 
     cells = aggregate_units(frame, value, [], inference.units, clusters=inference.clusters)
     out = pd.DataFrame({"mean": cells.mean.iloc[0], "lo": cells.lo.iloc[0],
                         "hi": cells.hi.iloc[0]}).dropna(subset=["mean"])
     out["rank"] = out["mean"].rank(method="min").astype(int)
     wide = next(iter(cells.units.values()))[out.index]
-    out["tied"] = significance_markers(wide, min_clusters=inference.min_clusters)\
-        .reindex(out.index).fillna(False)
+    b = rank_bounds(pairwise_better(wide, min_clusters=inference.min_clusters))
+    out["rank_lo"], out["rank_hi"] = b["lo"], b["hi"]
+    out["tied"] = out["rank_lo"] == 1
+    out["clusters"] = len(wide)
     return out
+
+
+def bench_verdict(m, name: str, what: str, inference) -> str:
+    """The three-outcome verdict on "``name`` is the best" (as the findings):
+    supported when it is significantly better than every other evaluator,
+    contradicted when another is significantly better, else not
+    distinguishable; with its simultaneous rank bounds."""
+    if name not in m.index:
+        return f"no {what}"
+    r = m.loc[name]
+    lo, hi = int(r["rank_lo"]), int(r["rank_hi"])
+    bounds = f"{lo}" if lo == hi else f"{lo}–{hi}"
+    if r["clusters"] < inference.min_clusters:
+        verdict = f"not distinguishable: {r['clusters']} independent cluster(s)"
+    elif hi == 1:
+        verdict = "supported as the best: significantly better than every other"
+    elif lo > 1:
+        verdict = f"contradicted: {lo - 1} evaluator(s) significantly better"
+    else:
+        verdict = "not distinguishable from the best"
+    return f"{what} rank {r['rank']} of {len(m)}, simultaneous rank bounds {bounds} ({verdict})"
 
 
 def bench_report(frame, name: str, title: str, truth: str | None) -> str:
@@ -310,16 +334,18 @@ def bench_report(frame, name: str, title: str, truth: str | None) -> str:
     truth = policy.pick_truth(frame["truth"], truth)
     f = frame[frame["truth"] == truth]
     synthetic = "shape" in f.columns
-    inference = policy.inference_for("synthetic" if synthetic else "scores")
+    inference = policy.inference_for("synthetic" if synthetic else "scores", frame=f)
     units = inference.clusters
     over = ("shape, CE level, size and seed" if synthetic
             else "model, task, calibrator, size and seed")
     cmee, err = ranking(f, "cmee", inference), ranking(f, "ce_error", inference)
     evaluators = sorted(set(f["evaluator"]), key=lambda e: (
         cmee["mean"].get(e, np.inf), e))
+    k = int(max(cmee["clusters"].max() if len(cmee) else 0,
+                err["clusters"].max() if len(err) else 0))
     lines = [f"{title} (truth: {truth}; means over every {over}; 95 % interval over the "
-             f"independent clusters ({', '.join(units)}); * = not significantly worse than "
-             f"any other)",
+             f"{k} independent clusters ({', '.join(units)}); * = not significantly worse than "
+             f"any other: paired t-tests of all pairs, Holm, α = {policy.ALPHA})",
              f"{'evaluator':<22} {'CMEE':>9} {'95% interval':>21} {'rank':>5}  "
              f"{'CE error':>9} {'95% interval':>21} {'rank':>5}"]
 
@@ -334,13 +360,8 @@ def bench_report(frame, name: str, title: str, truth: str | None) -> str:
         mark = "  <-" if e == name else ""
         lines.append(f"{e:<22} {cell(cmee, e)} {cell(err, e)}{mark}")
     if name in f["evaluator"].values:
-        def where(m, what):
-            if name not in m.index:
-                return f"no {what}"
-            verdict = ("best or tied with it" if m.loc[name, "tied"]
-                       else "significantly worse than the best")
-            return f"{what} rank {m.loc[name, 'rank']} of {len(m)} ({verdict})"
-        lines.append(f"{name}: {where(cmee, 'CMEE')}, {where(err, 'CE error')}")
+        lines.append(f"{name}: {bench_verdict(cmee, name, 'CMEE', inference)}; "
+                     f"{bench_verdict(err, name, 'CE error', inference)}")
     return "\n".join(lines)
 
 

@@ -182,11 +182,13 @@ def replication(world: ScoreWorld, procedures: Sequence[Procedure] = (OLD, NEW),
     ``level``)."""
     cap = {p.name: [] for p in procedures}
     pred = {p.name: [] for p in procedures}
+    k = {p.name: seeds for p in procedures}
     for r in range(int(n_rep)):
         f = world.draw(2 * seeds, rng_seed=[rng_seed, r])
         first, second = f[f["seed"] < seeds], f[f["seed"] >= seeds]
         for p in procedures:
             a = p.cells(first, world.measure, rows, level)
+            k[p.name] = int(a.n_units.to_numpy().max())     # the independent clusters
             b = p.cells(second, world.measure, rows, level).mean.reindex_like(a.mean)
             m, lo, hi, x = (v.to_numpy() for v in (a.mean, a.lo, a.hi, b))
             cap[p.name].append(np.mean((lo <= x) & (x <= hi)))
@@ -194,7 +196,7 @@ def replication(world: ScoreWorld, procedures: Sequence[Procedure] = (OLD, NEW),
             pred[p.name].append(np.mean(np.abs(x - m) <= w))
     return pd.DataFrame([{"procedure": p.name, "capture": np.mean(cap[p.name]),
                           "predict": np.mean(pred[p.name]),
-                          "expected_capture": expected_capture(seeds, level),
+                          "expected_capture": expected_capture(k[p.name], level),
                           "replicates": n_rep} for p in procedures])
 
 
