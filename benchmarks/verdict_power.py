@@ -20,10 +20,16 @@ the same rows under both designs: only what the units of a seed share differs
 With --compare RUN_A RUN_B (two results/<exp> folders, e.g. two default runs
 with different seeds): Table 3's "all" row in both — pairs ordered
 significantly in opposite directions (contradictions, must be 0), and the
-share of pairs with the same verdict (A better, B better, or neither).
+share of pairs with the same verdict (A better, B better, or neither). With
+--redraw RUN SEED...: RUN's calibrated models and truths re-scored by every
+evaluator of the config on fresh test subsets of those seeds (the run's own
+design; no CE intervals, which Table 3 does not use), written to
+RUN/scores_redraw.parquet and compared with RUN's own scores as above — a
+second run with new test subsets of the same networks and calibrators.
 
     python benchmarks/verdict_power.py [--reps 100] [--scores results/default/scores.parquet]
                                        [--compare results/default results/default_s1]
+                                       [--redraw results/default 3 4 5]
 """
 from __future__ import annotations
 
@@ -74,10 +80,43 @@ def run_seed_evaluator_sd(path: Path) -> float:
     return float(np.sqrt(max(dev.var() * k / (k - 1) - noise, 0.0)))
 
 
+def redraw(run: Path, seeds: list[int], config: str = "config/config.yaml") -> Path:
+    """Re-score ``run`` on fresh test subsets of ``seeds`` (module docstring)."""
+    import yaml
+
+    from fitontest.core.io import load_npz
+    from fitontest.data.split import design_subsets
+    from fitontest.study.experiment import family_params, score_evaluator, tidy
+    from fitontest.study.schema import SCORE_COLUMNS, SCORE_DESIGN
+
+    cfg = yaml.safe_load(open(config))
+    ev = cfg["evaluation"]
+    design = ev.get("subsets", "independent")
+    archs, tasks = list(cfg["archs"]), list(cfg["tasks"])
+    frames = []
+    for arch in archs:
+        for task in tasks:
+            for cal in ev["calibrators"]:
+                d = load_npz(run / "calibrated" / arch / task / f"{cal}.npz")
+                subs = design_subsets(design, d["holdout_scores"].size, ev["sizes"], seeds,
+                                      [(arch, task)])[(arch, task)]
+                truths = load_npz(run / "truth" / arch / task / f"{cal}.npz")
+                for name in ev["evaluators"]:
+                    params = family_params(name, cfg.get("family_params"), cfg["seed"])
+                    rows = score_evaluator(name, params, d["holdout_scores"],
+                                           d["holdout_labels"], truths, subs)
+                    frames.append(tidy(rows, SCORE_COLUMNS, arch=arch, task=task,
+                                       calibrator=cal).assign(**{SCORE_DESIGN: design}))
+            print(f"redraw: {arch} / {task} done", flush=True)
+    out = run / "scores_redraw.parquet"
+    pd.concat(frames, ignore_index=True).to_parquet(out, index=False)
+    return out
+
+
 def compare_runs(a: Path, b: Path) -> None:
     mats = []
     for run in (a, b):
-        f = pd.read_parquet(run / "scores.parquet")
+        f = pd.read_parquet(run if run.suffix == ".parquet" else run / "scores.parquet")
         f = f[f["truth"] == policy.MAIN_TRUTH]
         inf = policy.inference_for("scores", "cmee", f)
         from fitontest.report.aggregate import aggregate_units
@@ -107,9 +146,19 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=100)
     ap.add_argument("--scores", default="results/default/scores.parquet")
     ap.add_argument("--compare", nargs=2, default=None)
+    ap.add_argument("--redraw", nargs="+", default=None, metavar="RUN_OR_SEED")
+    ap.add_argument("--skip-simulation", action="store_true")
     a = ap.parse_args()
     pd.set_option("display.width", 200)
     t0 = time.perf_counter()
+    if a.redraw:
+        run, seeds = Path(a.redraw[0]), [int(v) for v in a.redraw[1:]]
+        out = redraw(run, seeds)
+        print(f"re-scored {run} on fresh subsets of seeds {seeds}: {out} "
+              f"({time.perf_counter() - t0:.0f} s)")
+        compare_runs(run, out)
+    if a.skip_simulation:
+        return
     path = Path(a.scores)
     if path.exists():
         effects, se = run_effects(path), run_seed_evaluator_sd(path)

@@ -71,7 +71,8 @@ def tiny_config() -> dict:
         archs={"net": {"model": cfg["archs"]["resnet"]["model"], "recipe": "small",
                        "overrides": {"epochs": 1}}},
         tasks={"car": 1, "confidence": None},
-        calibrators={"multiclass": ["none", "temps"], "binary": ["isotonic", "platt"]},
+        calibrators={"multiclass": ["none", "temps"], "binary": ["isotonic", "platt"],
+                     "draws": 2},
         truth=["isotonic", "posterior", "es100_slope1"],
         evaluation={"calibrators": ["none", "temps", "isotonic", "platt"],
                     "sizes": [300, 800], "seeds": [0],
@@ -127,7 +128,7 @@ def test_tiny_run_external_evaluator_matches_textbook_ece(tiny_run):
     from fitontest.core.io import load_npz, load_subsets
 
     d = load_npz(tiny_run / "calibrated/net/car/none.npz")
-    pos = load_subsets(tiny_run / "data/subsets.npz")[(300, 0)]
+    pos = load_subsets(tiny_run / "data/subsets/net/car.npz")[(300, 0)]
     s, y = d["holdout_scores"][pos], d["holdout_labels"][pos].astype(float)
     b = np.minimum((s * 10).astype(int), 9)
     ece = sum(abs(s[b == k].sum() - y[b == k].sum()) for k in range(10)) / len(s)
@@ -273,15 +274,31 @@ def test_slurm_profile_dry_run_without_conda(tmp_path, where):
 
 
 def test_tiny_run_is_deterministic_in_its_split(tiny_run, tmp_path):
-    """Re-running the split rule alone gives the same subsets."""
+    """Re-running the split rule alone gives the same subsets; each task has its
+    own (the independent design), and the scores record that design."""
     from fitontest.core.io import load_subsets
 
-    out = run_snakemake(tmp_path, "--cores", "1", "results/tiny/data/subsets.npz",
+    out = run_snakemake(tmp_path, "--cores", "1", "results/tiny/data/subsets/net/car.npz",
                         config=tiny_config())
     assert out.returncode == 0, out.stderr[-3000:]
-    a = load_subsets(tiny_run / "data/subsets.npz")
-    b = load_subsets(tmp_path / "results/tiny/data/subsets.npz")
+    a = load_subsets(tiny_run / "data/subsets/net/car.npz")
+    b = load_subsets(tmp_path / "results/tiny/data/subsets/net/car.npz")
     assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    other = sorted((tiny_run / "data/subsets/net").glob("*.npz"))
+    assert len(other) == len(tiny_config()["tasks"]) >= 2
+    c = load_subsets(other[0] if other[0].stem != "car" else other[1])
+    assert not np.array_equal(a[(300, 0)], c[(300, 0)])
+    assert set(pd.read_parquet(tiny_run / "scores.parquet")["subsets"]) == {"independent"}
+
+
+def test_tiny_run_replicates_table2_over_validation_draws(tiny_run):
+    """calibrators.draws: 2 gives every calibrator rows of draws 0, 1 and 2, and
+    Table 2's cells are over the (network, draw) clusters."""
+    cal = pd.read_parquet(tiny_run / "calibrators.parquet")
+    per = cal.groupby(["task", "calibrator", "truth"])["draw"].apply(sorted)
+    assert per.map(lambda d: d == [0, 1, 2]).all()
+    ci = pd.read_csv(tiny_run / "tables" / "table2_ceac.ci.csv")
+    assert (ci["n_units"] == 3).all()          # 1 network x 3 draws
 
 
 def test_paper_config_scaled_down_runs_on_miniature_cifar5m(tmp_path):
