@@ -183,7 +183,7 @@ def main(argv=None):
                          "pick_raw_err": ce[ch.evaluator]})
             picks.append(f"{label}: ce -> {'+'.join(ch.ensemble)}, map -> {pick_map}")
             print(f"{label}: ce -> {ch.evaluator} ({1e3 * rows[-1]['pick_ce_err']:.2f}e-3 "
-                  f"debiased, {1e3 * ce[ch.evaluator]:.2f}e-3 raw), "
+                  f"recommended, {1e3 * ce[ch.evaluator]:.2f}e-3 pick raw), "
                   f"map -> {pick_map} ({1e3 * cm[pick_map]:.2f}e-3)  "
                   f"[{time.perf_counter() - t0:.0f}s]", flush=True)
         for key in ("ce", "cmee"):

@@ -39,7 +39,7 @@ were chosen on the truth benchmark's synthetic and procedural subsets and
 checked on the tabular ones (docs/methods.md §14.3).
 
 Cost: ``n_worlds`` fits of every candidate (times 5 for ``"ranking"``), per
-task; about 30 s on one core at n = 10,000 for the default candidates
+task; about 45 CPU-s at n = 10,000 for the default candidates and the interval
 (benchmarks/measured/choose_truth.md); ``n_jobs`` spreads worlds over processes.
 """
 from __future__ import annotations
