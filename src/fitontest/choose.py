@@ -34,13 +34,13 @@ error). Where the bias is clear (|bias| > :data:`DEBIAS_SD` world SDs of the
 signed error) the candidate's estimate is corrected by it, and candidates are
 ranked by the error so adjusted; the *recommended estimate* is the mean of the
 :data:`ENSEMBLE` best candidates' adjusted estimates (an ensemble, said so in
-the output). ``debias=False`` gives the plain ranking by raw error. Both rules
-were chosen on the truth benchmark's synthetic and procedural subsets and
-checked on the tabular ones (docs/methods.md §14.3).
+the output). ``debias=False`` gives the plain ranking by raw error. The
+constants were chosen on the truth benchmark's own subsets (mainly synthetic
+and procedural): an in-sample choice (docs/methods.md §14.3).
 
 Cost: ``n_worlds`` fits of every candidate (times 5 for ``"ranking"``), per
 task; about 45 CPU-s at n = 10,000 for the default candidates and the interval
-(benchmarks/measured/choose_truth.md); ``n_jobs`` spreads worlds over processes.
+(docs/methods.md §14.3); ``n_jobs`` spreads worlds over processes.
 """
 from __future__ import annotations
 
