@@ -17,14 +17,19 @@ recorded beside every fixed evaluator's:
   training a network); confidence task; c as for tabular.
 
 Printed per source and criterion: the mean error (and its SE over subsets) of
-the chooser, of each fixed evaluator, of the best fixed evaluator in hindsight
-and of the per-subset oracle; the chooser minus ece_es_cv (paired mean, SE);
-the number of subsets where the chooser loses to the best fixed evaluator.
-One chooser run per subset serves both criteria: "ce" recommends the lowest
-mean world CE error, "map" the lowest mean world CMEE (the same worlds).
+the chooser, of each fixed evaluator (kde included, though the chooser's
+default candidates leave it out), of the best fixed evaluator in hindsight and
+of the per-subset oracle; the chooser minus the best fixed evaluator and minus
+ece_es_cv (paired means, SE); the number of subsets where the chooser loses to
+the best fixed evaluator. The chooser's CE error is that of its *recommended
+estimate* (criterion "ce": the mean of the three best candidates' estimates,
+bias-corrected where the worlds show a clear bias); "pick's raw estimate" is
+evaluate's estimate of its top pick alone. Under "map" the pick is criterion
+"map" with its default candidates (platt, beta), read from the same run: a
+candidate's world losses do not depend on the other candidates.
 
-    python benchmarks/choose_truth.py                      # default, ~10 min on 2 shared cores
-    python benchmarks/choose_truth.py --seeds 10 --n 1000,3000 --worlds 60 \\
+    python benchmarks/choose_truth.py --jobs 2            # default: 60 subsets, ~15 min on 2 shared cores
+    python benchmarks/choose_truth.py --seeds 10 --n 1000,3000 --worlds 60 --jobs 2 \\
         --timing 1000,10000,100000 --out benchmarks/measured/choose_truth.md  # bigger run
 """
 from __future__ import annotations
@@ -36,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from fitontest import families
-from fitontest.choose import DEFAULT_CANDIDATES, choose_evaluator
+from fitontest.choose import DEFAULT_CANDIDATES, MAP_CANDIDATES, choose_evaluator
 from fitontest.data import synthetic
 from fitontest.families.base import estimates, used_estimates
 from fitontest.study import tasks as task_lib
@@ -115,8 +120,11 @@ def summary(source, rows, names, key):
     best = int(np.nanargmin(means))
     se = lambda v: float(np.std(v, ddof=1) / np.sqrt(len(v))) if len(v) > 1 else np.nan  # noqa
     d = chooser - fixed[:, names.index("ece_es_cv")]
+    db = chooser - fixed[:, best]
+    raw = (f"{1e3 * np.mean([r['pick_raw_err'] for r in rows]):.3f}" if key == "ce" else "-")
     lines = [f"| {source} | {key} | {len(rows)} | {1e3 * chooser.mean():.3f} ± {1e3 * se(chooser):.3f} "
-             f"| {names[best]} {1e3 * means[best]:.3f} ± {1e3 * se(fixed[:, best]):.3f} "
+             f"| {raw} | {names[best]} {1e3 * means[best]:.3f} ± {1e3 * se(fixed[:, best]):.3f} "
+             f"| {1e3 * db.mean():+.3f} ± {1e3 * se(db):.3f} "
              f"| {1e3 * means[names.index('ece_es_cv')]:.3f} | {1e3 * d.mean():+.3f} ± {1e3 * se(d):.3f} "
              f"| {1e3 * oracle.mean():.3f} | {int(np.sum(chooser > fixed[:, best] + 1e-12))} |"]
     per = ", ".join(f"{n} {1e3 * m:.3f}" for n, m in sorted(zip(names, means), key=lambda t: t[1])
@@ -127,7 +135,8 @@ def summary(source, rows, names, key):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", default="1000", help="subset sizes, comma-separated")
-    ap.add_argument("--seeds", type=int, default=4, help="subsets per (source setting, n)")
+    ap.add_argument("--seeds", default="synthetic=4,tabular=8,procedural=10",
+                    help="subsets per (source setting, n): one integer, or source=k,...")
     ap.add_argument("--worlds", type=int, default=30)
     ap.add_argument("--sources", default="synthetic,tabular,procedural")
     ap.add_argument("--jobs", type=int, default=1)
@@ -140,31 +149,41 @@ def main(argv=None):
         p, y, _ = synthetic.sample("beta1", 0.05, n, 0)
         w0, c0 = time.perf_counter(), time.process_time()
         ch = choose_evaluator(p, y, mode="ovr", n_jobs=a.jobs, progress=False)
-        timing.append(f"- n = {n}: default choose_evaluator (16 candidates, 40 worlds, "
+        timing.append(f"- n = {n}: default choose_evaluator ({len(DEFAULT_CANDIDATES)} "
+                      f"candidates, 40 worlds, "
                       f"interval 0.9, n_jobs={a.jobs}): wall {time.perf_counter() - w0:.1f} s, "
                       f"CPU {time.process_time() - c0:.1f} s (main process), pick {ch.evaluator}")
         print(timing[-1], flush=True)
-    ns, seeds = [int(v) for v in a.n.split(",")], range(a.seeds)
-    names = list(DEFAULT_CANDIDATES)
+    ns = [int(v) for v in a.n.split(",")]
+    seeds = {k: int(v) for k, v in (kv.split("=") for kv in a.seeds.split(",") if "=" in kv)}.get
+    # every fixed evaluator, kde included (a candidate of the chooser only when asked for)
+    names = list(DEFAULT_CANDIDATES) + ["kde"]
     makers = {"synthetic": synthetic_subsets, "tabular": tabular_subsets,
               "procedural": procedural_subsets}
     t0, c0 = time.perf_counter(), time.process_time()
-    table = ["| source | criterion | subsets | chooser | best fixed (hindsight) | ece_es_cv "
+    table = ["| source | criterion | subsets | chooser | pick's raw estimate "
+             "| best fixed (hindsight) | chooser - best fixed | ece_es_cv "
              "| chooser - ece_es_cv | oracle | subsets chooser > best fixed |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     details, picks = [], []
     for source in a.sources.split(","):
         rows = []
-        for label, s, y, c in makers[source](ns, seeds):
-            ch = choose_evaluator(s, y, mode="ovr", candidates=names, n_worlds=a.worlds,
+        k = seeds(source, 4) if "=" in a.seeds else int(a.seeds)
+        for label, s, y, c in makers[source](ns, range(k)):
+            ch = choose_evaluator(s, y, mode="ovr", n_worlds=a.worlds,
                                   seed=0, interval=None, n_jobs=a.jobs, progress=False)
             ce, cm = fixed_errors(names, s, y, c)
-            pick_map = min((r for r in ch.scores if np.isfinite(r.cmee)),
+            true = float(np.mean(np.abs(s - c)))
+            # criterion "map" with its default candidates, in the same worlds (a
+            # candidate's world losses do not depend on the others): the same pick
+            pick_map = min((r for r in ch.scores if r.evaluator in MAP_CANDIDATES),
                            key=lambda r: r.cmee).evaluator
-            rows.append({"ce": ce, "cmee": cm, "pick_ce_err": ce[ch.evaluator],
-                         "pick_cmee_err": cm[pick_map]})
-            picks.append(f"{label}: ce -> {ch.evaluator}, map -> {pick_map}")
-            print(f"{label}: ce -> {ch.evaluator} ({1e3 * ce[ch.evaluator]:.2f}e-3), "
+            rows.append({"ce": ce, "cmee": cm, "pick_cmee_err": cm[pick_map],
+                         "pick_ce_err": abs(ch.recommended_estimate - true),
+                         "pick_raw_err": ce[ch.evaluator]})
+            picks.append(f"{label}: ce -> {'+'.join(ch.ensemble)}, map -> {pick_map}")
+            print(f"{label}: ce -> {ch.evaluator} ({1e3 * rows[-1]['pick_ce_err']:.2f}e-3 "
+                  f"recommended, {1e3 * ce[ch.evaluator]:.2f}e-3 pick raw), "
                   f"map -> {pick_map} ({1e3 * cm[pick_map]:.2f}e-3)  "
                   f"[{time.perf_counter() - t0:.0f}s]", flush=True)
         for key in ("ce", "cmee"):
@@ -180,7 +199,7 @@ def main(argv=None):
     if a.out:
         Path(a.out).write_text(f"# benchmarks/choose_truth.py\n\n`python benchmarks/"
                                f"choose_truth.py --n {a.n} --seeds {a.seeds} --worlds "
-                               f"{a.worlds}`\n\nErrors x 1e-3, mean ± SE over subsets.\n\n"
+                               f"{a.worlds} --jobs {a.jobs} --timing {a.timing}`\n\nErrors x 1e-3, mean ± SE over subsets.\n\n"
                                + text + "\n\nPicks:\n\n" + "\n".join(f"- {p}" for p in picks)
                                + "\n")
 

@@ -29,9 +29,18 @@ candidates not significantly worse than any other (two-sided paired t-tests
 over the worlds, Holm over all pairs: :func:`fitontest.report.stats.significance_markers`,
 the tables' rule). Its estimate on the real data is :func:`fitontest.evaluate`'s.
 
+Under ``"ce"`` the worlds also measure each candidate's bias (mean signed CE
+error). Where the bias is clear (|bias| > :data:`DEBIAS_SD` world SDs of the
+signed error) the candidate's estimate is corrected by it, and candidates are
+ranked by the error so adjusted; the *recommended estimate* is the mean of the
+:data:`ENSEMBLE` best candidates' adjusted estimates (an ensemble, said so in
+the output). ``debias=False`` gives the plain ranking by raw error. The
+constants were chosen on the truth benchmark's own subsets (mainly synthetic
+and procedural): an in-sample choice (docs/methods.md §14.3).
+
 Cost: ``n_worlds`` fits of every candidate (times 5 for ``"ranking"``), per
-task; about 40 s on one core at n = 10,000 for the default candidates
-(benchmarks/measured/choose_truth.md); ``n_jobs`` spreads worlds over processes.
+task; about 45 CPU-s at n = 10,000 for the default candidates and the interval
+(docs/methods.md §14.3); ``n_jobs`` spreads worlds over processes.
 """
 from __future__ import annotations
 
@@ -44,11 +53,23 @@ import numpy as np
 
 CRITERIA = ("ce", "map", "ranking")
 
-#: the binning, parametric, isotonic and smooth families (PL / PL3 with ``with_pl``)
+#: the binning, parametric, isotonic and smooth families (PL / PL3 with ``with_pl``);
+#: ``kde`` only when asked for: the costliest fit at n = 10,000 (0.4 s) and, in the
+#: truth benchmark, the pick that cost most when wrong (benchmarks/measured/choose_truth.md)
 DEFAULT_CANDIDATES = ("ece_es15", "ece_es_cv", "ece_es_sweep", "ece_ew15", "ece_ew_cv",
                       "ece_ew_sweep", "platt", "temp_1vsrest", "beta", "isotonic",
-                      "scaling_binning", "smece", "kde", "spline_natural", "spline_cubic",
+                      "scaling_binning", "smece", "spline_natural", "spline_cubic",
                       "spline_parabolic")
+#: default candidates of ``criterion="map"``: the worlds' maps (bootstrap refits) are
+#: rougher than true maps, and against exact truth the worlds' CMEE ranking of the
+#: flexible smoothers misled (docs/methods.md §14.3)
+MAP_CANDIDATES = ("platt", "beta")
+#: ``"ce"``: a candidate's estimate is corrected by its bias in the worlds only where
+#: that bias exceeds this many world SDs of its signed error (a smaller bias is within
+#: what the worlds can tell apart from their mismatch with the truth)
+DEBIAS_SD = 1.0
+#: ``"ce"``: the recommended estimate is the mean of this many best candidates' estimates
+ENSEMBLE = 3
 PL_CANDIDATES = ("pl_ce", "pl3_ce")
 
 #: temperatures of the versions ranked by ``criterion="ranking"`` (s -> sigmoid(logit(s) / T))
@@ -61,7 +82,12 @@ class EvaluatorScore:
 
     ``ce_error``: mean |CE estimate - true CE|; ``cmee``: mean CMEE (NaN
     without a map); ``ranking``: mean 1 - Spearman (NaN unless asked for);
-    ``tied``: not significantly worse than any other under the criterion.
+    ``tied``: not significantly worse than any other under the criterion;
+    ``bias``: mean signed CE error (estimate - true CE) over the worlds;
+    ``corrected``: whether the estimate is corrected by that bias (|bias| >
+    :data:`DEBIAS_SD` world SDs); ``adjusted_error``: mean |CE error| of the
+    estimate so corrected (the bias taken from the other worlds: leave-one-out),
+    which ``"ce"`` ranks by.
     """
 
     evaluator: str
@@ -72,6 +98,11 @@ class EvaluatorScore:
     ranking: float = float("nan")
     ranking_se: float = float("nan")
     tied: bool = False
+    bias: float = float("nan")
+    bias_se: float = float("nan")
+    adjusted_error: float = float("nan")
+    adjusted_error_se: float = float("nan")
+    corrected: bool = False
 
 
 @dataclass
@@ -80,9 +111,16 @@ class EvaluatorChoice:
     every candidate's ``scores`` (best first under ``criterion``), the
     recommended one's :class:`~fitontest.api.EvaluationResult` on the data
     (``result``), its used ``estimate`` (debiased where the family has one:
-    the value scored in the worlds) and ``interval`` (one task only), and the
-    generators whose maps made the worlds with their Kuiper p-values
-    (``generators``, first task)."""
+    evaluate's value) and ``interval`` (one task only; the recommended
+    evaluator's, around ``estimate``), and the generators whose maps made the
+    worlds with their Kuiper p-values (``generators``, first task).
+
+    Under ``criterion="ce"`` (with ``debias``) the number to report is
+    ``recommended_estimate``: the mean over ``ensemble`` (the :data:`ENSEMBLE`
+    candidates with the lowest adjusted error in the worlds, ``evaluator``
+    first) of their estimates, each minus its bias in the worlds where
+    ``corrected``, floored at 0; ``ensemble_error`` (± ``ensemble_error_se``)
+    is that mean's expected |CE error| in the worlds."""
 
     evaluator: str
     criterion: str
@@ -94,6 +132,21 @@ class EvaluatorChoice:
     n_worlds: int = 0
     generators: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
+    debias: bool = True
+    ensemble: list[str] = field(default_factory=list)
+    ensemble_estimate: float = float("nan")
+    ensemble_error: float = float("nan")
+    ensemble_error_se: float = float("nan")
+
+    @property
+    def recommended_estimate(self) -> float:
+        """The CE estimate to report: ``ensemble_estimate`` under ``"ce"`` with
+        ``debias``, ``estimate`` (evaluate's) otherwise."""
+        return self.ensemble_estimate if self._adjusted else self.estimate
+
+    @property
+    def _adjusted(self) -> bool:
+        return self.criterion == "ce" and self.debias
 
     @property
     def tied(self) -> list[str]:
@@ -103,7 +156,9 @@ class EvaluatorChoice:
     def reason(self) -> str:
         """One line: which evaluator and why."""
         best = self.scores[0]
-        what = {"ce": ("expected |CE error|", best.ce_error, best.ce_error_se),
+        what = {"ce": ("expected |CE error| (bias-corrected where clear)", best.adjusted_error,
+                       best.adjusted_error_se) if self.debias else
+                ("expected |CE error|", best.ce_error, best.ce_error_se),
                 "map": ("expected CMEE", best.cmee, best.cmee_se),
                 "ranking": ("expected 1 - Spearman", best.ranking, best.ranking_se)}
         label, v, se = what[self.criterion]
@@ -111,24 +166,38 @@ class EvaluatorChoice:
         return (f"auto: {self.evaluator}, the lowest {label} ({v:.5f} ± {se:.5f}) of "
                 f"{len(self.scores)} evaluators in {self.n_worlds} worlds like these data; "
                 + (f"not significantly worse: {', '.join(others)}" if others
-                   else "every other is significantly worse"))
+                   else "every other is significantly worse")
+                + (f"; recommended estimate {self.ensemble_estimate:.6f}: mean of "
+                   f"{', '.join(self.ensemble)} (bias-corrected where clear; expected "
+                   f"|CE error| {self.ensemble_error:.5f} ± {self.ensemble_error_se:.5f})"
+                   if self._adjusted else ""))
 
     def table(self) -> str:
         iv = self.interval
         head = (f"recommended: {self.evaluator} (criterion {self.criterion}, p={self.p}): "
-                f"estimate {self.estimate:.6f}"
+                + (f"recommended estimate {self.ensemble_estimate:.6f} (mean of "
+                   f"{', '.join(self.ensemble)}, bias-corrected where clear); "
+                   if self._adjusted else "")
+                + f"{self.evaluator}'s estimate {self.estimate:.6f}"
                 + (f", interval [{iv.lo:.6f}, {iv.hi:.6f}] ({iv.level:g})" if iv else "")
                 + f"; worlds from {', '.join(self.generators) or '-'}")
-        rows = [("evaluator", "CE error", "± SE", "CMEE", "± SE", "1-Spearman", "± SE", "")]
+        rows = [("evaluator", "CE error", "± SE", "bias", "adjusted", "± SE", "CMEE", "± SE",
+                 "1-Spearman", "± SE", "")]
         for r in self.scores:
             rows.append((r.evaluator, *(f"{v:.5f}" if np.isfinite(v) else "-" for v in (
-                r.ce_error, r.ce_error_se, r.cmee, r.cmee_se, r.ranking, r.ranking_se)),
+                r.ce_error, r.ce_error_se, r.bias)),
+                *(f"{v:.5f}" + ("c" if r.corrected and i == 0 else "") if np.isfinite(v)
+                  else "-" for i, v in enumerate((r.adjusted_error, r.adjusted_error_se))),
+                *(f"{v:.5f}" if np.isfinite(v) else "-" for v in (
+                    r.cmee, r.cmee_se, r.ranking, r.ranking_se)),
                 "*" if r.tied else ""))
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
         lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in rows]
         lines.insert(1, "  ".join("-" * w for w in widths))
         return "\n".join([head, *lines, "* = not significantly worse than any other "
-                          "(paired t over the worlds, Holm)", self.reason()])
+                          "(paired t over the worlds, Holm); adjusted = CE error once "
+                          f"corrected by the bias (c: corrected, |bias| > {DEBIAS_SD:g} "
+                          "world SD)", self.reason()])
 
     __str__ = table
 
@@ -137,7 +206,10 @@ class EvaluatorChoice:
 
         iv = self.interval
         return {"evaluator": self.evaluator, "criterion": self.criterion, "p": self.p,
-                "estimate": self.estimate, "n_worlds": self.n_worlds,
+                "estimate": self.estimate, "recommended_estimate": self.recommended_estimate,
+                "ensemble": self.ensemble, "ensemble_estimate": self.ensemble_estimate,
+                "ensemble_error": self.ensemble_error,
+                "ensemble_error_se": self.ensemble_error_se, "n_worlds": self.n_worlds,
                 "interval": None if iv is None else {"lo": iv.lo, "hi": iv.hi,
                                                      "level": iv.level, "method": iv.method},
                 "generators": self.generators, "seconds": self.seconds,
@@ -172,9 +244,10 @@ def _fit_used(name: str, s: np.ndarray, y: np.ndarray, p: int, at: np.ndarray | 
 
 def world_losses(w: int, tasks: list[tuple[np.ndarray, np.ndarray]], names: Sequence[str],
                  p: int, ranking: bool, seed) -> np.ndarray:
-    """(3, E) losses of the E candidates in world ``w``: |CE error|, CMEE and
-    1 - Spearman (NaN unless ``ranking``); ``tasks``: (user scores, world map at
-    them) per task."""
+    """(4, E) losses of the E candidates in world ``w``: |CE error|, CMEE,
+    1 - Spearman (NaN unless ``ranking``) and the signed CE error (estimate -
+    true CE: its mean over the worlds is the candidate's bias); ``tasks``: (user
+    scores, world map at them) per task."""
     from scipy.stats import rankdata
 
     from .worlds import world_sample
@@ -199,8 +272,9 @@ def world_losses(w: int, tasks: list[tuple[np.ndarray, np.ndarray]], names: Sequ
                 true_v[k, v] = np.mean(np.abs(cw - sv) ** p)
                 for j, name in enumerate(names):
                     est_v[k, v, j] = _fit_used(name, sv, yw, p, None)[0]
-    out = np.full((3, E), np.nan)
-    out[0] = np.abs(est.mean(axis=0) - true.mean())
+    out = np.full((4, E), np.nan)
+    out[3] = est.mean(axis=0) - true.mean()
+    out[0] = np.abs(out[3])
     out[1] = cm.mean(axis=0)
     if ranking:
         e, t = est_v.mean(axis=0), true_v.mean(axis=0)          # (V, E), (V,)
@@ -248,7 +322,7 @@ def choose_evaluator(probs_or_logits: Any, labels: Any, *, criterion: str = "ce"
                      p: int = 1, from_logits: bool = False,
                      candidates: Sequence[str] | None = None, with_pl: bool = False,
                      n_worlds: int = 40, seed: int = 0, interval: float | None = 0.9,
-                     alpha: float = 0.05, n_jobs: int = 1,
+                     alpha: float = 0.05, debias: bool = True, n_jobs: int = 1,
                      progress: bool | None = None) -> EvaluatorChoice:
     """Recommend the evaluator to trust on these predictions (module docstring).
 
@@ -262,8 +336,9 @@ def choose_evaluator(probs_or_logits: Any, labels: Any, *, criterion: str = "ce"
     p : {1, 2}
         The CE's norm.
     candidates : sequence of str, optional
-        Registered family names (default :data:`DEFAULT_CANDIDATES`, plus
-        :data:`PL_CANDIDATES` with ``with_pl``).
+        Registered family names (default :data:`DEFAULT_CANDIDATES`, for
+        ``"map"`` :data:`MAP_CANDIDATES`; plus :data:`PL_CANDIDATES` with
+        ``with_pl``).
     n_worlds : int
         Worlds (true maps), at least 4; the Monte Carlo SE falls as 1 / sqrt.
     seed : int
@@ -273,6 +348,14 @@ def choose_evaluator(probs_or_logits: Any, labels: Any, *, criterion: str = "ce"
         (:func:`fitontest.intervals.ce_interval`; one task only), None for none.
     alpha : float
         Family-wise level of the "not significantly worse" set.
+    debias : bool
+        ``"ce"`` only (default True): correct each candidate's estimate by its
+        bias in the worlds where that bias exceeds :data:`DEBIAS_SD` world SDs,
+        rank by the CE error so adjusted, and recommend the mean of the
+        :data:`ENSEMBLE` best candidates' adjusted estimates
+        (``recommended_estimate``; measured against exact truth in
+        benchmarks/measured/choose_truth.md). False: rank by the raw CE error
+        and recommend evaluate's estimate of the best.
     n_jobs : int
         Processes over the worlds (joblib).
     progress : bool, optional
@@ -284,8 +367,9 @@ def choose_evaluator(probs_or_logits: Any, labels: Any, *, criterion: str = "ce"
 
     t0 = time.perf_counter()
     _check(criterion, p, n_worlds, interval)
+    default = MAP_CANDIDATES if criterion == "map" else DEFAULT_CANDIDATES
     names = list(dict.fromkeys(candidates if candidates is not None
-                               else DEFAULT_CANDIDATES + (PL_CANDIDATES if with_pl else ())))
+                               else default + (PL_CANDIDATES if with_pl else ())))
     if not names:
         raise ValueError("candidates is empty")
     for name in names:                  # an unknown name: the registry's error, close names
@@ -320,42 +404,75 @@ def choose_evaluator(probs_or_logits: Any, labels: Any, *, criterion: str = "ce"
                 delayed(world_losses)(*args(w)) for w in range(int(n_worlds))):
             rows.append(r)
             bar.step()
-    losses = np.stack(rows)                                   # (W, 3, E)
-    scores = _scores(losses, names, CRITERIA.index(criterion), alpha)
+    losses = np.stack(rows)                                   # (W, 4, E)
+    scores, adjusted = _scores(losses, names, CRITERIA.index(criterion), alpha, debias)
     best = scores[0].evaluator
-    result = evaluate(probs_or_logits, labels, evaluator=best, mode=mode, classes=classes,
-                      p=p, from_logits=from_logits, test=None)
-    used = result.debiased if result.debiased is not None else result.estimate
+
+    def used_on_data(name):
+        res = evaluate(probs_or_logits, labels, evaluator=name, mode=mode, classes=classes,
+                       p=p, from_logits=from_logits, test=None)
+        return res, float(res.debiased if res.debiased is not None else res.estimate)
+
+    result, used = used_on_data(best)
+    ens, ens_est, ens_err, ens_se = [], float("nan"), float("nan"), float("nan")
+    if criterion == "ce" and debias:
+        ranked = [r for r in scores if np.isfinite(r.adjusted_error)][:ENSEMBLE]
+        ens = [r.evaluator for r in ranked]
+        ens_est = max(0.0, float(np.mean([
+            (used if r.evaluator == best else used_on_data(r.evaluator)[1])
+            - (r.bias if r.corrected else 0.0) for r in ranked])))
+        e = np.abs(adjusted[:, [names.index(nm) for nm in ens]].mean(axis=1))
+        ens_err, ens_se = float(e.mean()), float(e.std(ddof=1) / np.sqrt(e.size))
     ci = None
     if interval is not None and len(task_list) == 1:
         from .intervals import batched, ce_interval
 
         ci = ce_interval(best, s0, y0, p=p, level=float(interval),
                          n_boot=200 if batched(best) else 40, seed=seed)
-    return EvaluatorChoice(best, criterion, p, scores, result, float(used), ci,
+    return EvaluatorChoice(best, criterion, p, scores, result, used, ci,
                            n_worlds=int(n_worlds), generators=per_task[0][2],
-                           seconds=time.perf_counter() - t0)
+                           seconds=time.perf_counter() - t0, debias=bool(debias),
+                           ensemble=ens, ensemble_estimate=ens_est, ensemble_error=ens_err,
+                           ensemble_error_se=ens_se)
 
 
-def _scores(losses: np.ndarray, names: list[str], c: int, alpha: float) -> list[EvaluatorScore]:
-    """Per candidate: mean and Monte Carlo SE of each loss over the worlds, and
-    the "not significantly worse" flag of loss ``c``; best (lowest mean) first."""
+def _adjusted_signed(signed: np.ndarray, debias: bool):
+    """((W, E) signed CE errors, each corrected by the bias of the *other* worlds
+    (leave-one-out: the correction's own noise stays in the loss) where the
+    candidate's bias exceeds :data:`DEBIAS_SD` world SDs, (E,) corrected flags)."""
+    W = signed.shape[0]
+    bias, sd = np.nanmean(signed, axis=0), np.nanstd(signed, axis=0, ddof=1)
+    on = debias & (np.abs(bias) > DEBIAS_SD * sd)
+    loo = (np.nansum(signed, axis=0)[None, :] - signed) / max(W - 1, 1)
+    return signed - np.where(on[None, :], loo, 0.0), on
+
+
+def _scores(losses: np.ndarray, names: list[str], c: int, alpha: float,
+            debias: bool = True):
+    """(scores, (W, E) adjusted signed CE errors): per candidate the mean and
+    Monte Carlo SE of each loss over the worlds, its bias (mean signed CE
+    error), its adjusted CE error (corrected by that bias where clear) and the
+    "not significantly worse" flag under criterion ``c`` (``"ce"``: the adjusted
+    CE error, the raw one without ``debias``); best (lowest mean) first."""
+    import warnings
+
     import pandas as pd
 
     from .report.stats import significance_markers
 
-    import warnings
-
+    adjusted, on = _adjusted_signed(losses[:, 3, :], debias)
+    full = np.concatenate([losses, np.abs(adjusted)[:, None, :]], axis=1)    # (W, 5, E)
     with warnings.catch_warnings():         # all-NaN columns (no map): NaN, silently
         warnings.simplefilter("ignore", RuntimeWarning)
-        mean = np.nanmean(losses, axis=0)
-        se = np.nanstd(losses, axis=0, ddof=1) / np.sqrt(np.maximum(
-            np.isfinite(losses).sum(axis=0), 1))
-    crit = losses[:, c, :]
+        mean = np.nanmean(full, axis=0)
+        se = np.nanstd(full, axis=0, ddof=1) / np.sqrt(np.maximum(
+            np.isfinite(full).sum(axis=0), 1))
+    row = 4 if c == 0 and debias else c
+    crit = full[:, row, :]
     # a candidate undefined in some world (no map; could not be fitted) is not ranked
     # on this criterion: NaN mean
     usable = np.isfinite(crit).all(axis=0)
-    key = np.where(usable, mean[c], np.inf)
+    key = np.where(usable, mean[row], np.inf)
     if not usable.any():
         raise ValueError(f"no candidate has a {CRITERIA[c]!r} loss in every world "
                          "(criterion 'map' needs evaluators with a map)")
@@ -363,9 +480,12 @@ def _scores(losses: np.ndarray, names: list[str], c: int, alpha: float) -> list[
                                 alpha=alpha).to_numpy() & usable
     order = sorted(range(len(names)), key=lambda j: (key[j], names[j]))
     return [EvaluatorScore(names[j], *map(float, (mean[0, j], se[0, j], mean[1, j], se[1, j],
-                                                  mean[2, j], se[2, j])), bool(tied[j]))
-            for j in order]
+                                                  mean[2, j], se[2, j])), bool(tied[j]),
+                           *map(float, (mean[3, j], se[3, j], mean[4, j], se[4, j])),
+                           bool(on[j]))
+            for j in order], adjusted
 
 
 __all__ = ["choose_evaluator", "EvaluatorChoice", "EvaluatorScore", "CRITERIA",
-           "DEFAULT_CANDIDATES", "PL_CANDIDATES", "RANK_TEMPERATURES", "world_losses"]
+           "DEFAULT_CANDIDATES", "MAP_CANDIDATES", "PL_CANDIDATES", "DEBIAS_SD", "ENSEMBLE",
+           "RANK_TEMPERATURES", "world_losses"]
