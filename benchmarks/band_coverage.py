@@ -166,7 +166,8 @@ def calibrate_world(args) -> str:
     for k in np.arange(1.0, 1.801, 0.05):
         cov = {key: float(np.mean(v <= k)) for key, v in need.items()}
         worst = min(cov, key=cov.get)
-        lines.append(f"| {k:.2f} | {100 * cov[worst]:.1f} | {worst[0]}, {worst[1]}, n = {worst[2]} |")
+        lines.append(f"| {k:.2f} | {100 * cov[worst]:.1f} | "
+                     f"{worst[0]}, {worst[1]}, n = {worst[2]} |")
     return "\n".join(lines)
 
 

@@ -94,18 +94,22 @@ def band_method(name: str, simultaneous: bool):
 
 
 # "auto" at any level: the narrowest method whose simultaneous coverage was within
-# 3 points of 0.9 in every cell of benchmarks/measured/band_coverage.md
-AUTO = "monotone"
+# 3 points of 0.9 in every cell of benchmarks/measured/band_coverage.md: "world" (mean
+# width 0.213 against 0.292 for monotone_dyadic and 0.297 for monotone; its smallest
+# cells: stairs under U at n = 3000, 91.8 %, and at n = 500, 92.7 %)
+AUTO = "world"
 
 # (smallest coverage of the kind the method claims, samples of that cell) at level
 # 0.9 over the cells of benchmarks/measured/band_coverage.md (benchmarks/band_coverage.py)
-# (run of 2026-11-26, --reps 25: 36 cells of 25 samples; the smallest cell decides)
+# (run of 2026-11-26, --reps 110: 36 cells of 110 samples; the smallest cell decides)
 MEASURED_MIN_COVERAGE: dict[str, tuple[float, int]] = {
-    "monotone": (0.960, 25),
-    "clopper_pearson": (0.514, 25),
-    "clopper_pearson_bonferroni": (0.000, 25),
-    "bootstrap": (0.498, 25),
-    "family_bootstrap": (0.000, 25),
+    "monotone": (0.991, 110),
+    "monotone_dyadic": (0.964, 110),
+    "world": (0.918, 110),
+    "clopper_pearson": (0.518, 110),
+    "clopper_pearson_bonferroni": (0.000, 110),
+    "bootstrap": (0.501, 110),
+    "family_bootstrap": (0.000, 110),
 }
 VALID_COVERAGE = 0.87
 DEFAULT_GRID = 201
@@ -297,7 +301,8 @@ def _monotone_dyadic(s, y, grid, level, *, n_groups=None, default_grid=False, **
     return _monotone_band(s, y, grid, level, n_groups, default_grid, True)
 
 
-def monotone_band_test(scores, labels, *, n_groups=None, dyadic: bool = False) -> CalibrationTestResult:
+def monotone_band_test(scores, labels, *, n_groups=None,
+                       dyadic: bool = False) -> CalibrationTestResult:
     """Test of perfect calibration matching the ``monotone`` band (``monotone_dyadic``
     with ``dyadic=True``): p-value the smallest alpha at which the diagonal leaves
     the band at level 1 - alpha, p = min(1, 2 N min_runs min(P(Bin(m, max score) >= y),
@@ -410,9 +415,9 @@ def _family_bootstrap(s, y, grid, level, *, family="isotonic", params=None, n_bo
 # first and last bins' mean scores (steep ends: beta2, stairs at n = 500). k: the
 # smallest of {1.0, 1.05, ..., 1.8} whose smallest cell held the map in >= 90 % of
 # a pilot run (the 36 cells of benchmarks/band_coverage.py, 40 samples each, seeds
-# apart from the run of record: k = 1 gave 62 %, 1.4 gave 88 %, 1.5 gave 90 %,
-# beta2 under U at n = 500); checked in benchmarks/measured/band_coverage.md
-# (docs/methods.md §11.9)
+# apart from the run of record: `band_coverage.py --calibrate-world --seed 7
+# --reps 40`; k = 1 gave 62 %, 1.4 gave 88 %, 1.5 gave 90 %, beta2 under U at
+# n = 500); checked in benchmarks/measured/band_coverage.md (docs/methods.md §11.9)
 WORLD_BAND_SCALE = 1.5
 WORLD_BAND_WORLDS = 200
 
@@ -452,7 +457,8 @@ def _reference_fitter(s_sorted: np.ndarray):
 
 def world_half_width(s, y, grid, level, family="reference", params=None, n_boot=None,
                      seed=0):
-    """(fit on ``grid``, q sd) of the ``world`` band before the inflation k: the sup-t band around a fit-on-test family, calibrated in the project's worlds:
+    """(fit on ``grid``, q sd) of the ``world`` band before the inflation k: the
+    sup-t band around a fit-on-test family, calibrated in the project's worlds:
     labels redrawn at the user's scores from the reference map (clipped to
     [1 / m, 1 - 1 / m], m the smallest reference bin's count, so that no world is
     noiseless), the family refitted per world, q the ``level`` quantile of the
@@ -549,4 +555,5 @@ def reliability_band(scores, labels, level: float = 0.9, method: str = "auto", *
 
 __all__ = ["ReliabilityBand", "reliability_band", "monotone_band_test", "BandCoverageWarning",
            "METHODS", "SIMULTANEOUS", "AUTO", "MEASURED_MIN_COVERAGE", "band_method",
-           "score_groups", "default_groups"]
+           "score_groups", "default_groups", "dyadic_runs", "world_half_width",
+           "WORLD_BAND_SCALE", "WORLD_BAND_WORLDS"]
