@@ -259,3 +259,19 @@ def test_reliability_diagram_draws_band_with_legend():
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any("90%" in t and "simultaneous" in t for t in labels)
     plt.close(ax.figure)
+
+
+def test_auto_falls_back_to_monotone_below_world_minimum():
+    rng = np.random.default_rng(1)
+    s = rng.random(12)
+    assert reliability_band(s, (s > 0.5).astype(int)).method == "monotone"
+    s = rng.random(300)
+    assert reliability_band(s, (rng.random(300) < s).astype(int)).method == "world"
+
+
+def test_world_band_keeps_width_where_all_labels_are_zero():
+    # the percentile bootstrap collapses to [0, 0] here; the worlds' map is kept off 0
+    s, y = _flat_world(0, n=600, c=0.0)
+    band = reliability_band(s, y, method="world")
+    assert np.all(band.lo == 0.0) and np.all(band.hi > 0.0)
+    assert band.holds(np.full(band.s.size, 0.005)).all()

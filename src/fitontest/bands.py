@@ -50,7 +50,7 @@ Methods (``method=``; alpha = 1 - level):
   coverage is what benchmarks/band_coverage.py measured.
 - ``"auto"`` (default): :data:`AUTO`, chosen by benchmarks/band_coverage.py
   (the narrowest method whose simultaneous coverage was >= level - 3 points in
-  every cell at level 0.9).
+  every cell at level 0.9); below ``WORLD_MIN_POINTS`` points, ``monotone``.
 
 ``valid``: False where benchmarks/band_coverage.py measured this method short
 (the coverage it claims, simultaneous or pointwise, below ``VALID_COVERAGE``
@@ -98,6 +98,9 @@ def band_method(name: str, simultaneous: bool):
 # width 0.213 against 0.292 for monotone_dyadic and 0.297 for monotone; its smallest
 # cells: stairs under U at n = 3000, 91.8 %, and at n = 500, 92.7 %)
 AUTO = "world"
+# "auto" below WORLD_MIN_POINTS points (world refuses them): the finite-sample band
+AUTO_SMALL = "monotone"
+WORLD_MIN_POINTS = 20
 
 # (smallest coverage of the kind the method claims, samples of that cell) at level
 # 0.9 over the cells of benchmarks/measured/band_coverage.md (benchmarks/band_coverage.py)
@@ -463,7 +466,7 @@ def world_half_width(s, y, grid, level, family="reference", params=None, n_boot=
     [1 / m, 1 - 1 / m], m the smallest reference bin's count, so that no world is
     noiseless), the family refitted per world, q the ``level`` quantile of the
     largest |refit - world map| / sd over the grid, band = fit +/- k q sd."""
-    _min_points("world", s.size, 20)
+    _min_points("world", s.size, WORLD_MIN_POINTS)
     R = WORLD_BAND_WORLDS if n_boot is None else n_boot
     if isinstance(R, bool) or int(R) < 10:
         raise ValueError(f"n_boot must be an integer >= 10 for 'world', got {n_boot!r}")
@@ -478,7 +481,7 @@ def world_half_width(s, y, grid, level, family="reference", params=None, n_boot=
         refit = ref
     else:
         fam = families.resolve(family, params)[1]
-        _min_points("world", s.size, max(int(fam.min_points), 20))
+        _min_points("world", s.size, max(int(fam.min_points), WORLD_MIN_POINTS))
         fitted = clone(fam).fit(ss, yy)
         if not fitted.provides_map:
             raise ValueError(f"family {family!r} has no calibration map to draw a band around")
@@ -542,8 +545,9 @@ def reliability_band(scores, labels, level: float = 0.9, method: str = "auto", *
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise ValueError(f"unknown option(s) {unknown}; reliability_band takes {OPTIONS}")
-    method = AUTO if method == "auto" else method
     s, y = check_binary(scores, labels, need_both_classes=False)
+    if method == "auto":
+        method = AUTO if s.size >= WORLD_MIN_POINTS else AUTO_SMALL
     g = _check_grid(grid, s, method)
     lo, hi, fit, g = _BUILDERS[method](s, y, g, level, default_grid=grid is None, **options)
     return ReliabilityBand(s=g, lo=np.asarray(lo, dtype=np.float64),
