@@ -275,3 +275,10 @@ def test_world_band_keeps_width_where_all_labels_are_zero():
     band = reliability_band(s, y, method="world")
     assert np.all(band.lo == 0.0) and np.all(band.hi > 0.0)
     assert band.holds(np.full(band.s.size, 0.005)).all()
+
+
+def test_world_band_with_another_family_is_not_called_measured():
+    s, y, _ = synthetic.sample("sqrt", 0.05, 400, 0)
+    band = reliability_band(s, y, method="world", family="platt", n_boot=20)
+    assert band.valid is None and band.holds(band.fit).all()
+    assert reliability_band(s, y, method="world", n_boot=20).valid is True

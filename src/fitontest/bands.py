@@ -553,7 +553,10 @@ def reliability_band(scores, labels, level: float = 0.9, method: str = "auto", *
     return ReliabilityBand(s=g, lo=np.asarray(lo, dtype=np.float64),
                            hi=np.asarray(hi, dtype=np.float64), level=level, method=method,
                            simultaneous=SIMULTANEOUS[method], n=int(s.size),
-                           fit=np.asarray(fit, dtype=np.float64), valid=_validity(method),
+                           fit=np.asarray(fit, dtype=np.float64),
+                           # the world band was measured with its default family only
+                           valid=None if method == "world" and options.get(
+                               "family", "reference") != "reference" else _validity(method),
                            options=dict(options))
 
 
