@@ -8,8 +8,8 @@ import pytest
 from scipy import stats
 
 from fitontest import metrics
-from fitontest.bands import (MEASURED_MIN_COVERAGE, BandCoverageWarning, monotone_band_test,
-                             reliability_band)
+from fitontest.bands import (MEASURED_MIN_COVERAGE, BandCoverageWarning, _reference_fitter,
+                             dyadic_runs, monotone_band_test, reliability_band)
 from fitontest.data import synthetic
 
 
@@ -82,7 +82,64 @@ def test_monotone_band_matches_brute_force():
     np.testing.assert_allclose(band.hi, hi, atol=1e-12)
 
 
-@pytest.mark.parametrize("method", ["monotone"])
+def test_dyadic_band_matches_brute_force():
+    # every group one point: the band is the max / min over the dyadic runs' bounds,
+    # Bonferroni over their number
+    rng = np.random.default_rng(5)
+    n, level = 40, 0.8
+    s = np.sort(rng.random(n))
+    y = (rng.random(n) < s).astype(float)
+    band = reliability_band(s, y, level=level, method="monotone_dyadic", grid=s, n_groups=n)
+    runs = [(j, j + L - 1) for e in range(6) for L in [2 ** e]
+            for j in range(0, n - L + 1, max(1, L // 2))]
+    a = (1 - level) / (2 * len(runs))
+    lo, hi = np.zeros(n), np.ones(n)
+    for i in range(n):
+        for j, k in runs:
+            m, t = k - j + 1, y[j:k + 1].sum()
+            if k <= i and t > 0:
+                lo[i] = max(lo[i], stats.beta.ppf(a, t, m - t + 1))
+            if j >= i and t < m:
+                hi[i] = min(hi[i], stats.beta.ppf(1 - a, t + 1, m - t))
+    np.testing.assert_allclose(band.lo, lo, atol=1e-12)
+    np.testing.assert_allclose(band.hi, hi, atol=1e-12)
+    j, k = np.triu_indices(n)
+    assert dyadic_runs(j, k).sum() == len(runs)
+
+
+def test_world_reference_refit_is_the_worlds_reference_map():
+    from fitontest.worlds import reference_gap
+
+    for n in (60, 3000):
+        s, y, _ = synthetic.sample("beta1", 0.1, n, 2)
+        order = np.argsort(s)
+        ss, yy = s[order], y[order].astype(float)
+        fit, _ = _reference_fitter(ss)
+        np.testing.assert_allclose(fit(yy[None, :], ss)[0],
+                                   np.clip(ss + reference_gap(ss, yy, 1), 0, 1), atol=1e-12)
+
+
+def test_world_band_holds_known_map_simultaneously():
+    shape, ce, n = "stairs", 0.1, 3000
+    cmap, g = synthetic.true_map(shape, ce), _grid(shape, ce)
+    held = []
+    for seed in range(60):
+        s, y, _ = synthetic.sample(shape, ce, n, 100 + seed)
+        band = reliability_band(s, y, level=0.9, method="world", grid=g, seed=seed)
+        assert band.simultaneous and band.method == "world"
+        held.append(band.holds(cmap).all())
+    assert np.mean(held) >= 0.85
+
+
+def test_world_band_is_seeded_and_narrower_than_monotone():
+    s, y, _ = synthetic.sample("sqrt", 0.05, 3000, 0)
+    a = reliability_band(s, y, method="world", seed=3)
+    b = reliability_band(s, y, method="world", seed=3)
+    np.testing.assert_array_equal(a.lo, b.lo)
+    assert a.width < reliability_band(s, y, method="monotone").width
+
+
+@pytest.mark.parametrize("method", ["monotone", "monotone_dyadic"])
 def test_monotone_ends_non_decreasing(method):
     s, y, _ = synthetic.sample("stairs", 0.1, 2000, 1)
     band = reliability_band(s, y, method=method)
@@ -93,8 +150,8 @@ def test_monotone_ends_non_decreasing(method):
 def test_bands_contain_their_fitted_map():
     for seed in range(5):
         s, y, _ = synthetic.sample("beta2", 0.05, 3000, seed)
-        for method in ("monotone", "clopper_pearson", "clopper_pearson_bonferroni",
-                       "bootstrap", "family_bootstrap"):
+        for method in ("monotone", "monotone_dyadic", "world", "clopper_pearson",
+                       "clopper_pearson_bonferroni", "bootstrap", "family_bootstrap"):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", BandCoverageWarning)
                 band = reliability_band(s, y, method=method, n_boot=30) if "boot" in method \
@@ -102,7 +159,8 @@ def test_bands_contain_their_fitted_map():
             assert band.holds(band.fit).all(), (method, seed)
 
 
-@pytest.mark.parametrize("method", ["monotone", "clopper_pearson", "bootstrap"])
+@pytest.mark.parametrize("method", ["monotone", "monotone_dyadic", "world", "clopper_pearson",
+                                    "bootstrap"])
 def test_bands_shrink_with_n(method):
     g = _grid("square", 0.05)
     widths = []
@@ -116,14 +174,16 @@ def test_bands_shrink_with_n(method):
     assert widths[0] > widths[1] > widths[2]
 
 
-def test_band_and_test_agree():
+@pytest.mark.parametrize("dyadic", [False, True])
+def test_band_and_test_agree(dyadic):
+    method = "monotone_dyadic" if dyadic else "monotone"
     outcomes = []
     for shape, ce in (("square", 0.0), ("sqrt", 0.05), ("beta2", 0.1), ("stairs", 0.1)):
         for seed in range(3):
             s, y, _ = synthetic.sample(shape, ce, 2000, seed)
-            p = monotone_band_test(s, y).pvalue
+            p = monotone_band_test(s, y, dyadic=dyadic).pvalue
             for level in (0.5, 0.8, 0.9, 0.95):
-                inside = reliability_band(s, y, level=level, method="monotone").holds_diagonal()
+                inside = reliability_band(s, y, level=level, method=method).holds_diagonal()
                 assert inside == (not p < 1 - level), (shape, ce, seed, level, p)
                 outcomes.append(inside)
     assert any(outcomes) and not all(outcomes)    # both outcomes were checked
@@ -167,6 +227,7 @@ def test_seeded_bootstrap_is_deterministic():
     (dict(method="bootstrap", n_bins=15), "at least 30 points"),
     (dict(method="monotone", n_groups=0), "n_groups"),
     (dict(method="bootstrap", n_boot=1), "n_boot"),
+    (dict(method="world", n_boot=5), "n_boot"),
     (dict(grid=[0.5, 0.2]), "sorted"),
     (dict(bins=3), "unknown option"),
 ])
@@ -198,3 +259,26 @@ def test_reliability_diagram_draws_band_with_legend():
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any("90%" in t and "simultaneous" in t for t in labels)
     plt.close(ax.figure)
+
+
+def test_auto_falls_back_to_monotone_below_world_minimum():
+    rng = np.random.default_rng(1)
+    s = rng.random(12)
+    assert reliability_band(s, (s > 0.5).astype(int)).method == "monotone"
+    s = rng.random(300)
+    assert reliability_band(s, (rng.random(300) < s).astype(int)).method == "world"
+
+
+def test_world_band_keeps_width_where_all_labels_are_zero():
+    # the percentile bootstrap collapses to [0, 0] here; the worlds' map is kept off 0
+    s, y = _flat_world(0, n=600, c=0.0)
+    band = reliability_band(s, y, method="world")
+    assert np.all(band.lo == 0.0) and np.all(band.hi > 0.0)
+    assert band.holds(np.full(band.s.size, 0.005)).all()
+
+
+def test_world_band_with_another_family_is_not_called_measured():
+    s, y, _ = synthetic.sample("sqrt", 0.05, 400, 0)
+    band = reliability_band(s, y, method="world", family="platt", n_boot=20)
+    assert band.valid is None and band.holds(band.fit).all()
+    assert reliability_band(s, y, method="world", n_boot=20).valid is True

@@ -21,6 +21,10 @@ Methods (``method=``; alpha = 1 - level):
   [0, 1]) >= level for every n, if c is non-decreasing (the binomial bound is
   valid for the mean of unequal Bernoulli means at these small levels:
   Hoeffding 1956). Both ends are non-decreasing.
+- ``"monotone_dyadic"`` (simultaneous, finite sample): the same with only the
+  dyadic runs (length 2^e, start a multiple of max(1, 2^(e-1)); about 4 G of
+  them) and Bonferroni over their number. Same guarantee (the runs are fixed by
+  the scores alone); a few per cent narrower.
 - ``"clopper_pearson"`` (pointwise; the scikit-learn prototype's recipe): B
   equal-count bins, each bin's two-sided Clopper-Pearson interval for its
   fraction of positives at ``level``, drawn as a step over the bin.
@@ -35,9 +39,18 @@ Methods (``method=``; alpha = 1 - level):
   ``n_boot`` resamples; band = fitted map +/- q sd(s), sd the replicates'
   standard deviation on the grid and q the ``level`` quantile of the
   replicates' largest standardised deviation over the grid (sup-t band).
+- ``"world"`` (simultaneous, calibrated in the project's worlds,
+  :mod:`fitontest.worlds`): around a fit-on-test family (``family``, default
+  ``"reference"``: the worlds' reference map; any registered family with a
+  map), labels redrawn ``n_boot`` (default 200) times at the user's scores
+  from the reference map, the family refitted per world; q the ``level``
+  quantile of the largest |refit - world map| / sd over the grid (sup-t, the
+  worlds' bias included), band = fit +/- k q sd with k = WORLD_BAND_SCALE
+  calibrated once on the coverage benchmark. No finite-sample guarantee: its
+  coverage is what benchmarks/band_coverage.py measured.
 - ``"auto"`` (default): :data:`AUTO`, chosen by benchmarks/band_coverage.py
   (the narrowest method whose simultaneous coverage was >= level - 3 points in
-  every cell at level 0.9).
+  every cell at level 0.9); below ``WORLD_MIN_POINTS`` points, ``monotone``.
 
 ``valid``: False where benchmarks/band_coverage.py measured this method short
 (the coverage it claims, simultaneous or pointwise, below ``VALID_COVERAGE``
@@ -45,10 +58,11 @@ by more than 2 Monte Carlo SEs in some cell at level 0.9; a
 :class:`BandCoverageWarning` is issued), True where no cell was short, None
 where not measured.
 
-The band and the calibration test agree for ``"monotone"``:
-:func:`monotone_band_test` rejects perfect calibration at alpha exactly when
-the diagonal leaves the level 1 - alpha band on its default grid (which holds
-every jump of the band's step ends).
+The band and the calibration test agree for ``"monotone"`` (and
+``"monotone_dyadic"`` with ``dyadic=True``): :func:`monotone_band_test`
+rejects perfect calibration at alpha exactly when the diagonal leaves the
+level 1 - alpha band on its default grid (which holds every jump of the
+band's step ends). The ``"world"`` band has no matching test.
 """
 from __future__ import annotations
 
@@ -61,6 +75,7 @@ from scipy import stats
 from sklearn.base import clone
 
 from . import families
+from .families.binning import BinningFamily, assign_bins, bin_stats
 from .calibration_tests import CalibrationTestResult
 from .core.validation import check_binary
 from .intervals import IntervalCoverageWarning
@@ -79,18 +94,25 @@ def band_method(name: str, simultaneous: bool):
 
 
 # "auto" at any level: the narrowest method whose simultaneous coverage was within
-# 3 points of 0.9 in every cell of benchmarks/measured/band_coverage.md
-AUTO = "monotone"
+# 3 points of 0.9 in every cell of benchmarks/measured/band_coverage.md: "world" (mean
+# width 0.213 against 0.292 for monotone_dyadic and 0.297 for monotone; its smallest
+# cells: stairs under U at n = 3000, 91.8 %, and at n = 500, 92.7 %)
+AUTO = "world"
+# "auto" below WORLD_MIN_POINTS points (world refuses them): the finite-sample band
+AUTO_SMALL = "monotone"
+WORLD_MIN_POINTS = 20
 
 # (smallest coverage of the kind the method claims, samples of that cell) at level
 # 0.9 over the cells of benchmarks/measured/band_coverage.md (benchmarks/band_coverage.py)
-# (run of 2026-11-26, --reps 25: 36 cells of 25 samples; the smallest cell decides)
+# (run of 2026-11-26, --reps 110: 36 cells of 110 samples; the smallest cell decides)
 MEASURED_MIN_COVERAGE: dict[str, tuple[float, int]] = {
-    "monotone": (0.960, 25),
-    "clopper_pearson": (0.514, 25),
-    "clopper_pearson_bonferroni": (0.000, 25),
-    "bootstrap": (0.498, 25),
-    "family_bootstrap": (0.000, 25),
+    "monotone": (0.991, 110),
+    "monotone_dyadic": (0.964, 110),
+    "world": (0.918, 110),
+    "clopper_pearson": (0.518, 110),
+    "clopper_pearson_bonferroni": (0.000, 110),
+    "bootstrap": (0.501, 110),
+    "family_bootstrap": (0.000, 110),
 }
 VALID_COVERAGE = 0.87
 DEFAULT_GRID = 201
@@ -221,12 +243,25 @@ def _runs(s: np.ndarray, y: np.ndarray, n_groups):
     return cp[k + 1] - cp[j], cc[k + 1] - cc[j], gmin, gmax, j, k, ss, yy
 
 
-def _monotone_ends(s, y, level, n_groups):
+def dyadic_runs(j: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Mask of the dyadic runs among runs [j, k] of groups: length L = 2^e and a
+    start j that is a multiple of max(1, L / 2) (half-overlapping blocks of every
+    dyadic length). About 4 G runs of G(G + 1) / 2, fixed by the scores alone."""
+    length = k - j + 1
+    dyadic = (length & (length - 1)) == 0
+    return dyadic & (j % np.maximum(1, length // 2) == 0)
+
+
+def _monotone_ends(s, y, level, n_groups, dyadic=False):
     """(knots_lo, L, knots_hi, H, runs): lo(s) = L[k] for s in [gmax_k, gmax_k+1),
-    0 below gmax_0; hi(s) = H[j] for s in (gmin_j-1, gmin_j], 1 above gmin_G-1."""
+    0 below gmax_0; hi(s) = H[j] for s in (gmin_j-1, gmin_j], 1 above gmin_G-1.
+    ``dyadic``: only the dyadic runs (:func:`dyadic_runs`), Bonferroni over them."""
     ysum, m, gmin, gmax, j, k, ss, yy = _runs(s, y, n_groups)
     G = gmin.size
-    a = (1.0 - level) / (G * (G + 1.0))         # alpha / 2 per side over G(G+1)/2 runs
+    if dyadic:
+        keep = dyadic_runs(j, k)
+        ysum, m, j, k = ysum[keep], m[keep], j[keep], k[keep]
+    a = (1.0 - level) / (2.0 * ysum.size)       # alpha / 2 per side over the runs
     with np.errstate(invalid="ignore"):
         lcb = np.where(ysum > 0, stats.beta.ppf(a, ysum, m - ysum + 1.0), 0.0)
         ucb = np.where(ysum < m, stats.beta.ppf(1.0 - a, ysum + 1.0, m - ysum), 1.0)
@@ -245,12 +280,11 @@ def _isotonic_on(ss, yy, grid):
     return IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(ss, yy).predict(grid)
 
 
-@band_method("monotone", simultaneous=True)
-def _monotone(s, y, grid, level, *, n_groups=None, default_grid=False, **_):
+def _monotone_band(s, y, grid, level, n_groups, default_grid, dyadic):
     _min_points("monotone", s.size, 2)
     if n_groups is not None and (isinstance(n_groups, bool) or int(n_groups) < 1):
         raise ValueError(f"n_groups must be an integer >= 1, got {n_groups!r}")
-    kl, L, kh, H, runs = _monotone_ends(s, y, level, n_groups)
+    kl, L, kh, H, runs = _monotone_ends(s, y, level, n_groups, dyadic)
     if default_grid:     # every jump of either end on the grid: the diagonal check is exact
         grid = np.unique(np.concatenate((grid, kl, kh)))
     il = np.searchsorted(kl, grid, side="right") - 1
@@ -260,22 +294,37 @@ def _monotone(s, y, grid, level, *, n_groups=None, default_grid=False, **_):
     return lo, hi, _isotonic_on(runs[6], runs[7], grid), grid
 
 
-def monotone_band_test(scores, labels, *, n_groups=None) -> CalibrationTestResult:
-    """Test of perfect calibration matching the ``monotone`` band: p-value the
-    smallest alpha at which the diagonal leaves the band at level 1 - alpha,
-    p = min(1, G (G + 1) min_runs min(P(Bin(m, max score) >= y), P(Bin(m, min score) <= y))).
-    ``pvalue < alpha`` exactly when ``reliability_band(..., level=1 - alpha,
-    method="monotone").holds_diagonal()`` is False. Valid under the null (the
-    diagonal is a non-decreasing map); statistic: the smallest run p-value."""
+@band_method("monotone", simultaneous=True)
+def _monotone(s, y, grid, level, *, n_groups=None, default_grid=False, **_):
+    return _monotone_band(s, y, grid, level, n_groups, default_grid, False)
+
+
+@band_method("monotone_dyadic", simultaneous=True)
+def _monotone_dyadic(s, y, grid, level, *, n_groups=None, default_grid=False, **_):
+    return _monotone_band(s, y, grid, level, n_groups, default_grid, True)
+
+
+def monotone_band_test(scores, labels, *, n_groups=None,
+                       dyadic: bool = False) -> CalibrationTestResult:
+    """Test of perfect calibration matching the ``monotone`` band (``monotone_dyadic``
+    with ``dyadic=True``): p-value the smallest alpha at which the diagonal leaves
+    the band at level 1 - alpha, p = min(1, 2 N min_runs min(P(Bin(m, max score) >= y),
+    P(Bin(m, min score) <= y))), N the number of runs (G (G + 1) / 2, or the dyadic
+    ones). ``pvalue < alpha`` exactly when ``reliability_band(..., level=1 - alpha,
+    method=...).holds_diagonal()`` is False. Valid under the null (the diagonal is a
+    non-decreasing map); statistic: the smallest run p-value."""
     s, y = check_binary(scores, labels, need_both_classes=False)
     ysum, m, gmin, gmax, j, k, _, _ = _runs(s, y, n_groups)
-    G = gmin.size
+    if dyadic:
+        keep = dyadic_runs(j, k)
+        ysum, m, j, k = ysum[keep], m[keep], j[keep], k[keep]
     # lower bound above the run's largest score <=> P(Bin(m, gmax) >= y) below the run's level
     p_up = np.where(ysum > 0, stats.binom.sf(ysum - 1, m, gmax[k]), 1.0)
     p_down = np.where(ysum < m, stats.binom.cdf(ysum, m, gmin[j]), 1.0)
     smallest = float(min(p_up.min(), p_down.min()))
-    return CalibrationTestResult(statistic=smallest, pvalue=min(1.0, G * (G + 1.0) * smallest),
-                                 method="monotone_band", n=int(s.size))
+    return CalibrationTestResult(statistic=smallest, pvalue=min(1.0, 2.0 * ysum.size * smallest),
+                                 method="monotone_dyadic_band" if dyadic else "monotone_band",
+                                 n=int(s.size))
 
 
 # ------------------------------------------------------------------ bins
@@ -362,6 +411,101 @@ def _family_bootstrap(s, y, grid, level, *, family="isotonic", params=None, n_bo
     return np.clip(centre - q * sd, 0.0, 1.0), np.clip(centre + q * sd, 0.0, 1.0), centre, grid
 
 
+# ------------------------------------------------------------------ worlds
+# Inflation k of the world band's sup-t half-width (band = fit +/- k q sd): the
+# worlds' true map is the smooth reference map, whose refits have less bias than
+# the family has against a real map with kinks and with flat ends beyond the
+# first and last bins' mean scores (steep ends: beta2, stairs at n = 500). k: the
+# smallest of {1.0, 1.05, ..., 1.8} whose smallest cell held the map in >= 90 % of
+# a pilot run (the 36 cells of benchmarks/band_coverage.py, 40 samples each, seeds
+# apart from the run of record: `band_coverage.py --calibrate-world --seed 7
+# --reps 40`; k = 1 gave 62 %, 1.4 gave 88 %, 1.5 gave 90 %, beta2 under U at
+# n = 500); checked in benchmarks/measured/band_coverage.md (docs/methods.md §11.9)
+WORLD_BAND_SCALE = 1.5
+WORLD_BAND_WORLDS = 200
+
+
+def _reference_fitter(s_sorted: np.ndarray):
+    """Vectorised refit of the worlds' reference map (:func:`fitontest.worlds.reference_gap`,
+    p = 1) at the fixed sorted scores: returns ``fit(Y, grid) -> (R, grid) maps``
+    for a label matrix Y (R, n), and m, the smallest bin's count. The ES bins
+    come from the scores alone, so one bincount per world does the refit."""
+    from scipy.optimize import isotonic_regression   # sklearn's validates each call: 10x slower
+
+    n = s_sorted.size
+    n_bins = int(np.clip(round(n ** (1.0 / 3.0)), 1, max(1, n // 10)))
+    edges = BinningFamily(scheme="es", n_bins=n_bins, selection="fixed").fit(
+        s_sorted, np.zeros(n)).edges_
+    idx = assign_bins(s_sorted, edges, "es")
+    nb, sb, _ = bin_stats(idx, s_sorted, np.zeros(n), edges.size - 1)
+    full = nb > 0
+    nb, sb = nb[full], sb[full]
+    starts = np.searchsorted(idx, np.flatnonzero(full))   # idx is sorted with s
+
+    def fit(Y: np.ndarray, grid: np.ndarray) -> np.ndarray:
+        means = np.add.reduceat(np.asarray(Y, dtype=np.float64), starts, axis=1) / nb
+        out = np.empty((means.shape[0], grid.size))
+        for r, yb in enumerate(means):
+            if sb.size < 2:
+                gap = np.full(grid.size, yb[0] - sb[0])
+            else:
+                # label means lie in [0, 1], so the monotone fit does too
+                mono = isotonic_regression(yb, weights=nb).x
+                gap = np.interp(grid, sb, mono - sb)
+            out[r] = np.clip(grid + gap, 0.0, 1.0)
+        return out
+
+    return fit, float(nb.min())
+
+
+def world_half_width(s, y, grid, level, family="reference", params=None, n_boot=None,
+                     seed=0):
+    """(fit on ``grid``, q sd) of the ``world`` band before the inflation k: the
+    sup-t band around a fit-on-test family, calibrated in the project's worlds:
+    labels redrawn at the user's scores from the reference map (clipped to
+    [1 / m, 1 - 1 / m], m the smallest reference bin's count, so that no world is
+    noiseless), the family refitted per world, q the ``level`` quantile of the
+    largest |refit - world map| / sd over the grid, band = fit +/- k q sd."""
+    _min_points("world", s.size, WORLD_MIN_POINTS)
+    R = WORLD_BAND_WORLDS if n_boot is None else n_boot
+    if isinstance(R, bool) or int(R) < 10:
+        raise ValueError(f"n_boot must be an integer >= 10 for 'world', got {n_boot!r}")
+    order = np.argsort(s, kind="stable")
+    ss, yy = s[order], y[order]
+    ref, m = _reference_fitter(ss)
+    eps = min(1.0 / m, 0.5)
+    truth_s = np.clip(ref(yy[None, :], ss)[0], eps, 1.0 - eps)
+    truth_g = np.clip(ref(yy[None, :], grid)[0], eps, 1.0 - eps)
+    if family == "reference":
+        centre = ref(yy[None, :], grid)[0]
+        refit = ref
+    else:
+        fam = families.resolve(family, params)[1]
+        _min_points("world", s.size, max(int(fam.min_points), WORLD_MIN_POINTS))
+        fitted = clone(fam).fit(ss, yy)
+        if not fitted.provides_map:
+            raise ValueError(f"family {family!r} has no calibration map to draw a band around")
+        centre = np.clip(fitted.predict(grid), 0.0, 1.0)
+
+        def refit(Y, g):
+            return np.stack([np.clip(clone(fam).fit(ss, row).predict(g), 0.0, 1.0) for row in Y])
+    rng = np.random.default_rng(seed)
+    step = max(1, 4_000_000 // s.size)
+    reps = np.concatenate([refit((rng.random((min(step, int(R) - r0), s.size)) < truth_s)
+                                 .astype(np.float64), grid)
+                           for r0 in range(0, int(R), step)])
+    sd = np.maximum(reps.std(axis=0, ddof=1), 0.5 / m)
+    q = np.quantile(np.max(np.abs(reps - truth_g) / sd, axis=1), level)
+    return centre, q * sd
+
+
+@band_method("world", simultaneous=True)
+def _world(s, y, grid, level, *, family="reference", params=None, n_boot=None, seed=0, **_):
+    centre, half = world_half_width(s, y, grid, level, family, params, n_boot, seed)
+    half = WORLD_BAND_SCALE * half
+    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0), centre, grid
+
+
 # ------------------------------------------------------------------ front
 METHODS = ("auto",) + tuple(_BUILDERS)
 OPTIONS = ("n_groups", "n_bins", "n_boot", "seed", "family", "params")
@@ -401,17 +545,22 @@ def reliability_band(scores, labels, level: float = 0.9, method: str = "auto", *
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise ValueError(f"unknown option(s) {unknown}; reliability_band takes {OPTIONS}")
-    method = AUTO if method == "auto" else method
     s, y = check_binary(scores, labels, need_both_classes=False)
+    if method == "auto":
+        method = AUTO if s.size >= WORLD_MIN_POINTS else AUTO_SMALL
     g = _check_grid(grid, s, method)
     lo, hi, fit, g = _BUILDERS[method](s, y, g, level, default_grid=grid is None, **options)
     return ReliabilityBand(s=g, lo=np.asarray(lo, dtype=np.float64),
                            hi=np.asarray(hi, dtype=np.float64), level=level, method=method,
                            simultaneous=SIMULTANEOUS[method], n=int(s.size),
-                           fit=np.asarray(fit, dtype=np.float64), valid=_validity(method),
+                           fit=np.asarray(fit, dtype=np.float64),
+                           # the world band was measured with its default family only
+                           valid=None if method == "world" and options.get(
+                               "family", "reference") != "reference" else _validity(method),
                            options=dict(options))
 
 
 __all__ = ["ReliabilityBand", "reliability_band", "monotone_band_test", "BandCoverageWarning",
            "METHODS", "SIMULTANEOUS", "AUTO", "MEASURED_MIN_COVERAGE", "band_method",
-           "score_groups", "default_groups"]
+           "score_groups", "default_groups", "dyadic_runs", "world_half_width",
+           "WORLD_BAND_SCALE", "WORLD_BAND_WORLDS"]
