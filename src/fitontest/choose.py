@@ -13,7 +13,7 @@ generator families' fits, each perturbed by refitting on bootstrap resamples),
 labels redrawn at the user's n. Every candidate is fitted in every world and
 scored against the world's known map:
 
-- ``criterion="ce"``: |CE estimate - true CE| (the estimate the tables use:
+- ``criterion="ce"``: ``|CE estimate - true CE|`` (the estimate the tables use:
   debiased where the family has one; true CE = mean |c(s*) - s*|^p over the
   world's sample, as the study's ``ce_error``);
 - ``criterion="map"``: CMEE, mean |c_hat(s) - c(s)|^p over the user's scores
@@ -80,7 +80,7 @@ RANK_TEMPERATURES = (0.7, 0.85, 1.0, 1.2, 1.5)
 class EvaluatorScore:
     """One candidate's mean loss over the worlds, with its Monte Carlo SE.
 
-    ``ce_error``: mean |CE estimate - true CE|; ``cmee``: mean CMEE (NaN
+    ``ce_error``: mean ``|CE estimate - true CE|``; ``cmee``: mean CMEE (NaN
     without a map); ``ranking``: mean 1 - Spearman (NaN unless asked for);
     ``tied``: not significantly worse than any other under the criterion;
     ``bias``: mean signed CE error (estimate - true CE) over the worlds;
@@ -331,7 +331,7 @@ def choose_evaluator(probs_or_logits: Any, labels: Any, *, criterion: str = "ce"
     probs_or_logits, labels, mode, classes, from_logits
         As :func:`fitontest.evaluate` (the same checks and errors).
     criterion : {"ce", "map", "ranking"}
-        Loss the recommendation minimises: |CE estimate - true CE|, CMEE, or
+        Loss the recommendation minimises: ``|CE estimate - true CE|``, CMEE, or
         1 - Spearman across temperature-scaled versions of the scores.
     p : {1, 2}
         The CE's norm.

@@ -99,8 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     ch.add_argument("--p", choices=["1", "2"], default="1", help="the CE's norm (default 1)")
     ch.add_argument("--from-logits", action="store_true", help="PRED holds logits")
     ch.add_argument("--criterion", choices=["ce", "map", "ranking"], default="ce",
-                    help="what the recommendation minimises: ce = |CE estimate - true CE| "
-                    "(default), map = CMEE (the map's error), ranking = 1 - Spearman across "
+                    help="what the recommendation minimises: ce = the absolute error of the "
+                    "CE estimate (default), map = CMEE (the map's error), ranking = 1 - Spearman across "
                     "temperature-scaled versions of the scores (5x the cost)")
     ch.add_argument("--candidate", action="append", metavar="NAME",
                     help="a candidate evaluator (repeatable; default: the binning, "

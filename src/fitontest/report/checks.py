@@ -367,7 +367,9 @@ def check_rank_in_majority(ev: Evidence, p):
     con = sum(v == CONTRADICTED for v in got.values())
     v = verdict(_share_met(sup, n, share), not _share_met(n - con, n, share))
     sig = (f"{v}: rank ≤ {r} significantly in {sup} of {n} rows, significantly not in "
-           f"{con} (simultaneous rank bounds per row; {ev.where()} per row)")
+           f"{con} (simultaneous rank bounds per row over that row's independent "
+           f"{policy.words(ev.inference.clusters)} clusters; α = {ALPHA}, Holm over each "
+           f"row's pairs)")
     return Outcome(holds, v, text, sig)
 
 
