@@ -318,7 +318,8 @@ def bench_verdict(m, name: str, what: str, inference) -> str:
     lo, hi = int(r["rank_lo"]), int(r["rank_hi"])
     bounds = f"{lo}" if lo == hi else f"{lo}–{hi}"
     if r["clusters"] < inference.min_clusters:
-        verdict = f"not distinguishable: {r['clusters']} independent cluster(s)"
+        verdict = (f"not distinguishable: {r['clusters']} independent clusters, a test "
+                   f"needs {inference.min_clusters}")
     elif hi == 1:
         verdict = "supported as the best: significantly better than every other"
     elif lo > 1:

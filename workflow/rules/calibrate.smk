@@ -63,7 +63,7 @@ rule calibrator_draws:
         res("benchmarks/calibrator_draws/{arch}.tsv")
     params:
         draws=config["calibrators"]["draws"],
-        n_val=config["split"]["n_val"],
+        n_val=config.get("split", {}).get("n_val"),    # no split: a logits source
         tasks=config["tasks"],
         multiclass=MULTICLASS_CALIBRATORS,
         binary=BINARY_CALIBRATORS,
