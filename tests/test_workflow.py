@@ -182,6 +182,7 @@ def test_tiny_run_report_holds_tables_figures_and_findings(tiny_run):
 
 # every rule of the run: `fitontest jobs` accounts for the whole of it
 RULES = ["split", "train", "export_logits", "calibrate_multiclass", "calibrate_binary",
+         "calibrator_draws",
          "truth", "evaluate", "synthetic_evaluate", "ece_ew10_external", "score_external",
          "collect_scores", "calibrator_metrics", "synthetic_collect", "tables", "figures",
          "findings"]

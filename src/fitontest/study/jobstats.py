@@ -102,6 +102,9 @@ def rule_grids(config: Mapping[str, Any]) -> dict[str, RuleGrid]:
         # one job per (network, task) estimates every truth of every calibrated model
         n_cal = len(calibrator_names({"calibrators": {"multiclass": multiclass, "binary": binary}}))
         grids["truth"] = RuleGrid(None, archs * tasks, n_cal * len(config.get("truth", ["isotonic"])))
+        if cal.get("draws", 0):
+            # one job per network refits every calibrator on each validation draw
+            grids["calibrator_draws"] = RuleGrid(None, archs, int(cal["draws"]) * n_cal * tasks)
         grids["evaluate"] = RuleGrid(tuple(ev.get("evaluators", [])), archs,
                                      tasks * len(ev.get("calibrators", [])) * len(ev.get("seeds", [])))
     if syn.get("enabled", False):
