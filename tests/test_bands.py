@@ -61,6 +61,21 @@ def test_percentile_bootstrap_short_in_all_zero_bins():
     assert np.mean(mono) >= 0.9
 
 
+def brute_band(y, runs, a):
+    """Per point i: the largest one-sided lower bound of the runs [j, k] ending at or
+    before i and the smallest upper bound of those starting at or after i."""
+    n = y.size
+    lo, hi = np.zeros(n), np.ones(n)
+    for i in range(n):
+        for j, k in runs:
+            m, t = k - j + 1, y[j:k + 1].sum()
+            if k <= i and t > 0:
+                lo[i] = max(lo[i], stats.beta.ppf(a, t, m - t + 1))
+            if j >= i and t < m:
+                hi[i] = min(hi[i], stats.beta.ppf(1 - a, t + 1, m - t))
+    return lo, hi
+
+
 def test_monotone_band_matches_brute_force():
     rng = np.random.default_rng(3)
     s = np.sort(rng.random(25))
@@ -68,16 +83,8 @@ def test_monotone_band_matches_brute_force():
     level = 0.8
     band = reliability_band(s, y, level=level, method="monotone", grid=s, n_groups=25)
     n = s.size
-    a = (1 - level) / (n * (n + 1))
-    lo, hi = np.zeros(n), np.ones(n)
-    for i in range(n):
-        for j in range(n):
-            for k in range(j, n):
-                m, t = k - j + 1, y[j:k + 1].sum()
-                if k <= i and t > 0:
-                    lo[i] = max(lo[i], stats.beta.ppf(a, t, m - t + 1))
-                if j >= i and t < m:
-                    hi[i] = min(hi[i], stats.beta.ppf(1 - a, t + 1, m - t))
+    runs = [(j, k) for j in range(n) for k in range(j, n)]
+    lo, hi = brute_band(y, runs, (1 - level) / (n * (n + 1)))
     np.testing.assert_allclose(band.lo, lo, atol=1e-12)
     np.testing.assert_allclose(band.hi, hi, atol=1e-12)
 
@@ -92,15 +99,7 @@ def test_dyadic_band_matches_brute_force():
     band = reliability_band(s, y, level=level, method="monotone_dyadic", grid=s, n_groups=n)
     runs = [(j, j + L - 1) for e in range(6) for L in [2 ** e]
             for j in range(0, n - L + 1, max(1, L // 2))]
-    a = (1 - level) / (2 * len(runs))
-    lo, hi = np.zeros(n), np.ones(n)
-    for i in range(n):
-        for j, k in runs:
-            m, t = k - j + 1, y[j:k + 1].sum()
-            if k <= i and t > 0:
-                lo[i] = max(lo[i], stats.beta.ppf(a, t, m - t + 1))
-            if j >= i and t < m:
-                hi[i] = min(hi[i], stats.beta.ppf(1 - a, t + 1, m - t))
+    lo, hi = brute_band(y, runs, (1 - level) / (2 * len(runs)))
     np.testing.assert_allclose(band.lo, lo, atol=1e-12)
     np.testing.assert_allclose(band.hi, hi, atol=1e-12)
     j, k = np.triu_indices(n)
