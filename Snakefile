@@ -41,6 +41,20 @@ for _smk in sorted(Path(workflow.basedir, "workflow/rules/evaluators").glob("*.s
     include: _smk
 
 
+# The controller's own CPU and memory (its DAG, scheduling and bookkeeping),
+# which no job's benchmark file holds: `fitontest jobs` prints it beside the jobs'.
+onsuccess:
+    from fitontest.study.jobstats import record_controller
+
+    record_controller(f"results/{config['exp']}/benchmarks/controller.tsv")
+
+
+onerror:
+    from fitontest.study.jobstats import record_controller
+
+    record_controller(f"results/{config['exp']}/benchmarks/controller.tsv")
+
+
 # last: fits every rule's requests to the cluster's nodes
 include: "workflow/rules/cluster.smk"
 

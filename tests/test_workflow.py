@@ -19,12 +19,17 @@ STAGES = ["split", "train", "export_logits", "calibrate_multiclass", "calibrate_
 
 
 def job_counts(stdout: str) -> dict[str, int]:
-    """Rule -> job count from Snakemake's 'Job stats' table."""
-    counts = {}
+    """Stage -> job count from Snakemake's 'Job stats' table; a batched stage's
+    rules (evaluate_batch1, ...) count as the stage (evaluate)."""
+    rules = {}     # (the table may be printed twice: once per stream)
     for line in stdout.splitlines():
         m = re.match(r"^(\w+)\s+(\d+)$", line.strip())
         if m and m.group(1) != "total":
-            counts[m.group(1)] = int(m.group(2))
+            rules[m.group(1)] = int(m.group(2))
+    counts = {}
+    for rule, n in rules.items():
+        stage = re.sub(r"_batch\d+$", "", rule)
+        counts[stage] = counts.get(stage, 0) + n
     return counts
 
 
@@ -37,7 +42,13 @@ def test_default_config_dry_run_lists_every_stage(tmp_path):
     cfg = load_config()
     n_arch = len(cfg["archs"])
     assert counts["train"] == n_arch
-    assert counts["evaluate"] == n_arch * len(cfg["evaluation"]["evaluators"])
+    # batch.evaluators 16: per network one job for the 15 single-thread evaluators,
+    # one each for PL and PL3; every calibrator of a kind in one job
+    assert cfg["batch"] == {"evaluators": 16, "calibrators": 8}
+    assert len(cfg["evaluation"]["evaluators"]) == 17
+    assert counts["evaluate"] == n_arch * 3
+    assert counts["calibrate_multiclass"] == counts["calibrate_binary"] == n_arch
+    assert counts["synthetic_evaluate"] == 2 * len(cfg["synthetic"]["shapes"])
 
 
 def test_paper_config_dry_run_on_miniature_cifar5m(tmp_path):
@@ -185,7 +196,7 @@ RULES = ["split", "train", "export_logits", "calibrate_multiclass", "calibrate_b
          "calibrator_draws",
          "truth", "evaluate", "synthetic_evaluate", "ece_ew10_external", "score_external",
          "collect_scores", "calibrator_metrics", "synthetic_collect", "tables", "figures",
-         "findings"]
+         "findings", "controller"]
 
 
 def test_tiny_run_benchmarks_every_job(tiny_run):
@@ -198,28 +209,25 @@ def test_tiny_run_benchmarks_every_job(tiny_run):
     want = {bench / "split.tsv"}
     want |= {bench / f"train/{a}.tsv" for a in archs}
     want |= {bench / f"export_logits/{a}/{s}.tsv" for a in archs for s in ("val", "holdout")}
-    want |= {bench / f"calibrate_multiclass/{a}/{c}.tsv" for a in archs
-             for c in cfg["calibrators"]["multiclass"]}
-    want |= {bench / f"calibrate_binary/{a}/{c}.tsv" for a in archs
-             for c in cfg["calibrators"]["binary"]}
+    # the tiny config's methods of each stage share one job (batch sizes of the default)
+    want |= {bench / f"calibrate_multiclass/{a}/batch1.tsv" for a in archs}
+    want |= {bench / f"calibrate_binary/{a}/batch1.tsv" for a in archs}
     want |= {bench / f"truth/{a}/{t}.tsv" for a in archs for t in cfg["tasks"]}
     want |= {bench / f"calibrator_draws/{a}.tsv" for a in archs}
-    want |= {bench / f"evaluate/{a}/{e}.tsv" for a in archs
-             for e in cfg["evaluation"]["evaluators"]}
-    want |= {bench / f"synthetic_evaluate/{s}/{e}.tsv" for s in cfg["synthetic"]["shapes"]
-             for e in cfg["synthetic"]["evaluators"]}
+    want |= {bench / f"evaluate/{a}/batch1.tsv" for a in archs}
+    want |= {bench / f"synthetic_evaluate/{s}/batch1.tsv" for s in cfg["synthetic"]["shapes"]}
     external = [(a, t, c) for a in archs for t in cfg["tasks"]
                 for c in cfg["evaluation"]["calibrators"]]
     want |= {bench / f"ece_ew10_external/{a}/{t}/{c}.tsv" for a, t, c in external}
     want |= {bench / f"score_external/{a}/{t}/{c}/ece_ew10_external.tsv" for a, t, c in external}
     want |= {bench / f"{rule}.tsv" for rule in ("collect_scores", "calibrator_metrics",
                                                 "synthetic_collect", "tables", "figures",
-                                                "findings")}
+                                                "findings", "controller")}
     missing = sorted(str(p.relative_to(bench)) for p in want if not p.is_file())
     assert not missing, missing
     table = summarise(tiny_run)
     assert set(table.index) == set(RULES)
-    assert table.loc["evaluate", "jobs"] == len(archs) * len(cfg["evaluation"]["evaluators"])
+    assert table.loc["evaluate", "jobs"] == len(archs)
     rows = read_benchmarks(tiny_run)
     assert table.jobs.sum() == len(want) == len(rows)
     # measured, not placeholders: every job took time, training used the CPU
@@ -244,6 +252,7 @@ def test_slurm_profile_dry_run_without_conda(tmp_path, where):
             (bindir / tool).symlink_to(shutil.which(tool))
     env = dict(os.environ, PATH=f"{Path(snakemake_cmd()[0]).parent}:{bindir}")
     cfg = tiny_config()
+    cfg["batch"] = {"evaluators": 1, "calibrators": 1}   # the profile names unbatched rules
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(cfg))
     cmd = snakemake_cmd() + [
@@ -359,3 +368,64 @@ def test_tiny_run_synthetic_intervals_of_every_listed_family(tiny_run):
         assert len(rows) > 0, ev
         assert rows.ce_hi.notna().all() and (rows.ce_lo >= 0).all(), ev
         assert (rows.ce_lo <= rows.ce_hi).all() and (rows.ci_level == 0.9).all(), ev
+
+
+def test_batch_sizes_change_the_jobs_not_the_results(tiny_run, tmp_path):
+    """The tiny study with a job per method (batch 1) against the tiny run, whose
+    methods share jobs: the same tables, calibrator rows and score rows, byte
+    for byte and in the same order (fit_seconds aside: a timing)."""
+    cfg = tiny_config()
+    cfg["batch"] = {"evaluators": 1, "calibrators": 1}
+    out = run_snakemake(tmp_path, "--cores", "2", config=cfg, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    counts = job_counts(out.stdout + out.stderr)
+    assert counts["evaluate"] == len(cfg["evaluation"]["evaluators"])   # one network
+    single = tmp_path / "results" / "tiny"
+    for name in ("scores.parquet", "synthetic_scores.parquet", "calibrators.parquet"):
+        a, b = pd.read_parquet(tiny_run / name), pd.read_parquet(single / name)
+        pd.testing.assert_frame_equal(a.drop(columns="fit_seconds", errors="ignore"),
+                                      b.drop(columns="fit_seconds", errors="ignore"),
+                                      check_exact=True)
+    tables = sorted(p.relative_to(single) for p in (single / "tables").rglob("*")
+                    if p.is_file() and p.suffix in (".csv", ".md", ".tex", ".html"))
+    assert tables
+    for rel in tables:
+        assert (tiny_run / rel).read_bytes() == (single / rel).read_bytes(), rel
+    assert (tiny_run / "findings.csv").read_bytes() == (single / "findings.csv").read_bytes()
+
+
+def test_rerun_incomplete_after_a_killed_batch_reruns_only_it(tiny_run, tmp_path):
+    """A run killed while a batched evaluate job runs (the tiny run, its batch's
+    files and everything after them removed): --rerun-incomplete redoes that one
+    job and what reads its files, nothing else (the other stages stay done)."""
+    import os
+    import signal
+    import time
+
+    work = tmp_path / "w"
+    shutil.copytree(tiny_run.parents[1], work, symlinks=True)
+    res = work / "results/tiny"
+    batch = [res / f"scores/net/{e}.parquet" for e in tiny_config()["evaluation"]["evaluators"]]
+    for path in batch + [res / "scores.parquet", res / "findings.md", res / "findings.csv"]:
+        path.unlink()
+    shutil.rmtree(res / "tables"), shutil.rmtree(res / "figures")
+    log = work / "logs/tiny/evaluate/net/batch1.log"
+    log.unlink()                             # the job writes it anew once it runs
+    cmd = snakemake_cmd() + ["-s", str(REPO / "Snakefile"), "-d", str(work), "--cores", "1",
+                             "--configfile", str(work / "test-config.yaml")]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not (log.is_file() and "/" in log.read_text()) and proc.poll() is None:
+        assert time.monotonic() < deadline, "the batch job never started"
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)      # the controller and the job with it
+    proc.wait()
+    assert not any(p.exists() for p in batch)
+    cfg = yaml.safe_load((work / "test-config.yaml").read_text())
+    assert run_snakemake(work, "--unlock", "--cores", "1", config=cfg).returncode == 0
+    out = run_snakemake(work, "-n", "--cores", "1", "--rerun-incomplete", config=cfg)
+    assert out.returncode == 0, out.stderr[-3000:]
+    counts = job_counts(out.stdout + out.stderr)
+    assert counts.pop("evaluate") == 1
+    assert set(counts) == {"collect_scores", "tables", "figures", "findings", "all"}, counts

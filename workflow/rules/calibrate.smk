@@ -1,13 +1,28 @@
 # Stage 3: post-hoc calibrators fitted on the validation split.
 # Multi-class calibrators work on logits, then every binary task is reduced;
 # binary calibrators work on the reduced scores of the uncalibrated model.
-# One job per (arch, calibrator) covers every task.
+# One job per (arch, calibrator) covers every task (or per arch and batch of
+# calibrators: batch.calibrators, config/README.md).
+
+
+def calibrated(names):
+    """The calibrated files of ``names``, every task of each in turn."""
+    return [f for n in names for f in per_task(f"calibrated/{{arch}}/{{task}}/{n}.npz")]
+
+
+CALIBRATE_MULTICLASS = dict(
+    input=dict(val=res("logits/{arch}/val.npz"), holdout=res("logits/{arch}/holdout.npz")),
+    params=dict(tasks=config["tasks"]),
+)
+CALIBRATE_BINARY = dict(
+    input=per_task("calibrated/{arch}/{task}/none.npz"),
+    params=dict(tasks=TASKS, seed=config["seed"]),
+)
 
 
 rule calibrate_multiclass:
     input:
-        val=res("logits/{arch}/val.npz"),
-        holdout=res("logits/{arch}/holdout.npz"),
+        **CALIBRATE_MULTICLASS["input"],
     output:
         per_task("calibrated/{arch}/{task}/{calibrator}.npz"),
     log:
@@ -15,9 +30,10 @@ rule calibrate_multiclass:
     benchmark:
         res("benchmarks/calibrate_multiclass/{arch}/{calibrator}.tsv")
     wildcard_constraints:
-        calibrator=alternatives(MULTICLASS_CALIBRATORS),
+        calibrator=alternatives(MULTICLASS_SINGLE),
     params:
-        tasks=config["tasks"],
+        calibrators=lambda w: [w.calibrator],
+        **CALIBRATE_MULTICLASS["params"],
     resources:
         mem_mb=8000,
     conda:
@@ -28,7 +44,7 @@ rule calibrate_multiclass:
 
 rule calibrate_binary:
     input:
-        per_task("calibrated/{arch}/{task}/none.npz"),
+        CALIBRATE_BINARY["input"],
     output:
         per_task("calibrated/{arch}/{task}/{calibrator}.npz"),
     log:
@@ -36,17 +52,68 @@ rule calibrate_binary:
     benchmark:
         res("benchmarks/calibrate_binary/{arch}/{calibrator}.tsv")
     wildcard_constraints:
-        calibrator=alternatives(BINARY_CALIBRATORS),
+        calibrator=alternatives(BINARY_SINGLE),
     params:
-        tasks=TASKS,
-        family_params=lambda w: config["family_params"].get(w.calibrator, {}),
-        seed=config["seed"],
+        calibrators=lambda w: [w.calibrator],
+        family_params=lambda w: evaluator_params([w.calibrator]),
+        **CALIBRATE_BINARY["params"],
     resources:
         mem_mb=8000,
     conda:
         CONDA_ENV
     script:
         "../scripts/calibrate_binary.py"
+
+
+# batch.calibrators > 1: calibrators of a network share a job (one file per
+# task and calibrator, as above)
+for _batch, _names in MULTICLASS_BATCHES.items():
+
+    rule:
+        name:
+            f"calibrate_multiclass_{_batch}"
+        input:
+            **CALIBRATE_MULTICLASS["input"],
+        output:
+            calibrated(_names),
+        log:
+            logpath(f"calibrate/{{arch}}/multiclass_{_batch}.log"),
+        benchmark:
+            res(f"benchmarks/calibrate_multiclass/{{arch}}/{_batch}.tsv")
+        params:
+            calibrators=_names,
+            **CALIBRATE_MULTICLASS["params"],
+        resources:
+            mem_mb=8000,
+        conda:
+            CONDA_ENV
+        script:
+            "../scripts/calibrate_multiclass.py"
+
+
+for _batch, _names in BINARY_BATCHES.items():
+
+    rule:
+        name:
+            f"calibrate_binary_{_batch}"
+        input:
+            CALIBRATE_BINARY["input"],
+        output:
+            calibrated(_names),
+        log:
+            logpath(f"calibrate/{{arch}}/binary_{_batch}.log"),
+        benchmark:
+            res(f"benchmarks/calibrate_binary/{{arch}}/{_batch}.tsv")
+        params:
+            calibrators=_names,
+            family_params=evaluator_params(_names),
+            **CALIBRATE_BINARY["params"],
+        resources:
+            mem_mb=8000,
+        conda:
+            CONDA_ENV
+        script:
+            "../scripts/calibrate_binary.py"
 
 
 # Replicates of Table 2 (docs/methods.md §6.4): every calibrator refitted on

@@ -34,6 +34,7 @@ EVAL_CALIBRATORS = list(EVAL["calibrators"])
 EVALUATORS = list(EVAL["evaluators"])
 EXTERNAL_EVALUATORS = list(EVAL["external_evaluators"])
 SYNTHETIC = config["synthetic"]
+BATCH = config["batch"]
 # one pinned environment for every rule (used with --sdm conda)
 CONDA_ENV = "../../envs/fitontest.yaml"
 
@@ -86,10 +87,18 @@ def data_params():
 
 
 def score_files(wildcards=None):
-    evaluators = EVALUATORS + EXTERNAL_EVALUATORS
-    return expand(res("scores/{arch}/{task}/{calibrator}/{evaluator}.parquet"),
-                  exp=config["exp"], arch=ARCHS, task=TASKS,
-                  calibrator=EVAL_CALIBRATORS, evaluator=evaluators)
+    """Every evaluator's scores: one file per (network, evaluator) of the
+    Python families, one per (network, task, calibrator) of an external one."""
+    return (expand(res("scores/{arch}/{evaluator}.parquet"), exp=config["exp"], arch=ARCHS,
+                   evaluator=EVALUATORS)
+            + expand(res("scores/{arch}/{task}/{calibrator}/{evaluator}.parquet"),
+                     exp=config["exp"], arch=ARCHS, task=TASKS,
+                     calibrator=EVAL_CALIBRATORS, evaluator=EXTERNAL_EVALUATORS))
+
+
+#: the order of score rows in scores.parquet, whichever jobs wrote them
+SCORE_ORDER = {"arch": ARCHS, "task": TASKS, "calibrator": EVAL_CALIBRATORS,
+               "evaluator": EVALUATORS + EXTERNAL_EVALUATORS}
 
 
 PSEUDO_REAL = config["pseudo_real"]
@@ -147,11 +156,37 @@ def export_threads(wildcards):
     return all_cores() if n >= 100_000 else 1
 
 
-def fit_threads(wildcards):
-    """Every core for an evaluator whose fit spreads over threads (a family
-    with ``n_threads``: PL / PL3, the longest jobs, the same result on any
-    number of threads), so that the last of them does not end the run on one
-    core while the others idle; one for the rest."""
+def batches(names, size, alone=()):
+    """The jobs of a batched stage: ({batch name: methods}, single).
+
+    Methods share a job in chunks of ``size``, in config order (one Python
+    start-up and one read of the inputs for all of them; each still writes its
+    own files); ``single`` lists those with a job of their own (the stage's
+    rule with a method wildcard): every method when ``size`` is 1, the ones in
+    ``alone``, and a chunk's lone remainder.
+    """
+    rest = [n for n in names if n not in alone]
+    chunks = [rest[i:i + size] for i in range(0, len(rest), size)] if size > 1 else []
+    grouped = {f"batch{i + 1}": c for i, c in enumerate(chunks) if len(c) > 1}
+    batched = {n for c in grouped.values() for n in c}
+    return grouped, [n for n in names if n not in batched]
+
+
+def evaluator_params(names):
+    """Constructor arguments of each method (config family_params)."""
+    return {n: config["family_params"].get(n, {}) for n in names}
+
+
+def threaded(names):
+    """The evaluators whose fit spreads over threads (PL / PL3): the longest
+    jobs, never batched, so that they start early and run side by side."""
     from fitontest.study.experiment import takes_threads
 
-    return all_cores() if takes_threads(wildcards.evaluator) else 1
+    return [n for n in names if takes_threads(n)]
+
+
+EVAL_BATCHES, EVAL_SINGLE = batches(EVALUATORS, BATCH["evaluators"], threaded(EVALUATORS))
+SYN_BATCHES, SYN_SINGLE = batches(SYNTHETIC["evaluators"], BATCH["evaluators"],
+                                  threaded(SYNTHETIC["evaluators"]))
+MULTICLASS_BATCHES, MULTICLASS_SINGLE = batches(MULTICLASS_CALIBRATORS, BATCH["calibrators"])
+BINARY_BATCHES, BINARY_SINGLE = batches(BINARY_CALIBRATORS, BATCH["calibrators"])

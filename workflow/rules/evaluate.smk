@@ -1,35 +1,70 @@
 # Stage 5: fit every evaluator on the test subsets of the hold-out and score it.
 # One job per (arch, evaluator) covers every task, evaluated calibrator, size
-# and seed: each job starts Python once for hundreds of fits, and the paper's
-# grid stays at a few hundred jobs in all.
+# and seed, and writes scores/{arch}/{evaluator}.parquet. With batch.evaluators
+# > 1 (config/README.md) the evaluators that fit on one thread share a job per
+# network in chunks (rules evaluate_batchN): one Python start-up and one read of
+# the inputs for hundreds of fits, the same file per evaluator.
+
+EVALUATE_INPUT = dict(
+    calibrated=per_task_calibrator("calibrated/{arch}/{task}/{calibrator}.npz"),
+    truth=per_task_calibrator("truth/{arch}/{task}/{calibrator}.npz"),
+    subsets=per_task("data/subsets/{arch}/{task}.npz"),
+)
+EVALUATE_PARAMS = dict(
+    pairs=[(t, c) for t in TASKS for c in EVAL_CALIBRATORS],
+    tasks=TASKS,
+    seed=config["seed"],
+    interval=config["evaluation"]["interval"],
+    design=EVAL["subsets"],
+)
 
 
 rule evaluate:
     input:
-        calibrated=per_task_calibrator("calibrated/{arch}/{task}/{calibrator}.npz"),
-        truth=per_task_calibrator("truth/{arch}/{task}/{calibrator}.npz"),
-        subsets=per_task_calibrator("data/subsets/{arch}/{task}.npz"),
+        **EVALUATE_INPUT,
     output:
-        per_task_calibrator("scores/{arch}/{task}/{calibrator}/{evaluator}.parquet"),
+        res("scores/{arch}/{evaluator}.parquet"),
     log:
         logpath("evaluate/{arch}/{evaluator}.log"),
     benchmark:
         res("benchmarks/evaluate/{arch}/{evaluator}.tsv")
     wildcard_constraints:
-        evaluator=alternatives(EVALUATORS),
+        evaluator=alternatives(EVAL_SINGLE),
     params:
-        pairs=[(t, c) for t in TASKS for c in EVAL_CALIBRATORS],
-        family_params=lambda w: config["family_params"].get(w.evaluator, {}),
-        seed=config["seed"],
-        interval=config["evaluation"]["interval"],
-        design=EVAL["subsets"],
-    threads: fit_threads
+        evaluators=lambda w: [w.evaluator],
+        family_params=lambda w: evaluator_params([w.evaluator]),
+        **EVALUATE_PARAMS,
     resources:
         mem_mb=8000,
     conda:
         CONDA_ENV
     script:
         "../scripts/evaluate.py"
+
+
+for _batch, _names in EVAL_BATCHES.items():
+
+    rule:
+        name:
+            f"evaluate_{_batch}"
+        input:
+            **EVALUATE_INPUT,
+        output:
+            expand(res("scores/{arch}/{evaluator}.parquet"), evaluator=_names, allow_missing=True),
+        log:
+            logpath(f"evaluate/{{arch}}/{_batch}.log"),
+        benchmark:
+            res(f"benchmarks/evaluate/{{arch}}/{_batch}.tsv")
+        params:
+            evaluators=_names,
+            family_params=evaluator_params(_names),
+            **EVALUATE_PARAMS,
+        resources:
+            mem_mb=8000,
+        conda:
+            CONDA_ENV
+        script:
+            "../scripts/evaluate.py"
 
 
 # External evaluators (README, "Adding an evaluator"): a rule in
@@ -67,6 +102,8 @@ rule collect_scores:
         logpath("collect_scores.log"),
     benchmark:
         res("benchmarks/collect_scores.tsv")
+    params:
+        order=SCORE_ORDER,
     conda:
         CONDA_ENV
     script:

@@ -83,6 +83,8 @@ rule real_collect:
         res("real/scores.parquet"),
     log:
         logpath("real/collect.log"),
+    params:
+        order={},
     conda:
         CONDA_ENV
     script:

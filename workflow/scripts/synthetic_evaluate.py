@@ -1,4 +1,5 @@
-"""Rule synthetic_evaluate: one evaluator on one synthetic shape, every level/size/seed."""
+"""Rules synthetic_evaluate / synthetic_evaluate_batchN: evaluators on one synthetic shape,
+every level/size/seed, one file per evaluator."""
 from fitontest.study.experiment import family_params
 from fitontest.core.io import save_parquet, script_logger
 from fitontest.core.runtime import limit_threads
@@ -6,10 +7,10 @@ from fitontest.study.synthetic import score_shape
 
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)
-w, syn = snakemake.wildcards, snakemake.params.synthetic
-params = family_params(w.evaluator, {w.evaluator: snakemake.params.family_params},
-                       snakemake.params.seed)
-rows = score_shape(w.evaluator, params, w.shape, syn["ce_levels"], syn["sizes"], syn["seeds"],
-                   n_test=syn["n_test"], test_seed=snakemake.params.seed, log=log.info,
-                   interval=syn["interval"], sampling=syn["sampling"])
-save_parquet(rows, snakemake.output[0])
+p, syn, shape = snakemake.params, snakemake.params.synthetic, snakemake.wildcards.shape
+for name, out in zip(p.evaluators, snakemake.output):
+    rows = score_shape(name, family_params(name, p.family_params, p.seed), shape,
+                       syn["ce_levels"], syn["sizes"], syn["seeds"], n_test=syn["n_test"],
+                       test_seed=p.seed, log=log.info, interval=syn["interval"],
+                       sampling=syn["sampling"])
+    save_parquet(rows, out)

@@ -16,7 +16,6 @@ from fitontest.families.base import estimates, used_estimates
 from .schema import CALIBRATOR_COLUMNS, SCORE_COLUMNS
 
 
-
 def takes_threads(name: str) -> bool:
     """Whether family ``name`` spreads one fit over threads (an ``n_threads``
     parameter: PL / PL3, the same result on any number of threads)."""
@@ -57,7 +56,8 @@ def interval_columns(ci) -> dict[str, float]:
 
 def score_rows(c_hat_holdout: np.ndarray | None, est: Mapping[str, float],
                holdout_scores: np.ndarray, positions: np.ndarray,
-               truths: Mapping[str, np.ndarray], interval=None) -> list[dict[str, float]]:
+               truths: Mapping[str, np.ndarray], interval=None,
+               pop: Mapping[str, float] | None = None) -> list[dict[str, float]]:
     """One row per truth estimator for one fitted evaluator.
 
     ``c_hat_holdout`` is the evaluator's map on every hold-out score (None for
@@ -65,9 +65,10 @@ def score_rows(c_hat_holdout: np.ndarray | None, est: Mapping[str, float],
     hold-out; ``truths`` map truth names to c(s) on the hold-out; ``interval``
     the bootstrap interval of the L1 estimate on the subset, or None.
     ``true_ce_pop`` is the population CE the interval targets: mean |s - c(s)|
-    over the whole hold-out.
+    over the whole hold-out (``pop``: its value per truth, when already known).
     """
     s_sub = holdout_scores[positions]
+    pop = pop or population_ce(holdout_scores, truths)
     ce_used, ce_used_sq = used_estimates(est)
     rows = []
     for truth, c_true in truths.items():
@@ -75,7 +76,7 @@ def score_rows(c_hat_holdout: np.ndarray | None, est: Mapping[str, float],
         row = {"truth": truth, **est, "ce_used": ce_used, "ce_used_sq": ce_used_sq,
                "true_ce": mean_abs(s_sub - c_sub, 1), "true_ce_sq": mean_abs(s_sub - c_sub, 2),
                **interval_columns(interval),
-               "true_ce_pop": mean_abs(holdout_scores - c_true, 1)}
+               "true_ce_pop": pop[truth]}
         row["ce_error"] = abs(ce_used - row["true_ce"])
         row["ce_error_sq"] = abs(ce_used_sq - row["true_ce_sq"])
         if c_hat_holdout is None:
@@ -87,6 +88,11 @@ def score_rows(c_hat_holdout: np.ndarray | None, est: Mapping[str, float],
                        cmee_subset_sq=mean_abs(d[positions], 2))
         rows.append(row)
     return rows
+
+
+def population_ce(holdout_scores: np.ndarray, truths: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """mean |s - c(s)| over the whole hold-out, per truth."""
+    return {t: mean_abs(holdout_scores - c, 1) for t, c in truths.items()}
 
 
 def subset_interval(name: str, fam, s: np.ndarray, y: np.ndarray, est: Mapping[str, float],
@@ -118,6 +124,7 @@ def score_evaluator(name: str, params: Mapping[str, Any] | None, holdout_scores:
     holdout_scores = np.asarray(holdout_scores, dtype=np.float64)
     holdout_labels = np.asarray(holdout_labels)
     rows = []
+    pop = population_ce(holdout_scores, truths)   # the same for every subset
     for (size, seed), pos in sorted(subsets.items()):
         s, y = holdout_scores[pos], holdout_labels[pos]
         fam, seconds = fit_family(name, s, y, params)
@@ -126,7 +133,7 @@ def score_evaluator(name: str, params: Mapping[str, Any] | None, holdout_scores:
         t0 = time.perf_counter()
         ci = subset_interval(name, fam, s, y, est, interval, [interval_seed, size, seed])
         ci_seconds = time.perf_counter() - t0
-        for row in score_rows(c_hat, est, holdout_scores, pos, truths, interval=ci):
+        for row in score_rows(c_hat, est, holdout_scores, pos, truths, interval=ci, pop=pop):
             row.update(evaluator=name, size=int(size), seed=int(seed),
                        hyper=fam.chosen_hyperparameter(), fit_seconds=seconds)
             rows.append(row)
@@ -220,6 +227,18 @@ def tidy(frame: pd.DataFrame, columns: list[str], **keys: Any) -> pd.DataFrame:
     return frame[columns]
 
 
+def in_grid_order(frame: pd.DataFrame, order: Mapping[str, list]) -> pd.DataFrame:
+    """``frame``'s rows sorted by the key columns of ``order`` (the first the
+    outermost), each in its listed order; rows with equal keys keep theirs."""
+    if not order:
+        return frame
+    codes = [pd.Categorical(frame[c], categories=list(v)).codes for c, v in order.items()]
+    unknown = [c for c, k in zip(order, codes) if (k < 0).any()]
+    if unknown:
+        raise ValueError(f"values of {unknown} outside the config's lists")
+    return frame.iloc[np.lexsort(codes[::-1])].reset_index(drop=True)
+
+
 __all__ = ["family_params", "fit_family", "estimates", "used_estimates", "score_rows", "score_evaluator",
            "interval_columns", "subset_interval",
-           "score_external", "calibrator_rows", "tidy", "SCORE_COLUMNS", "CALIBRATOR_COLUMNS"]
+           "score_external", "calibrator_rows", "tidy", "in_grid_order", "SCORE_COLUMNS", "CALIBRATOR_COLUMNS"]

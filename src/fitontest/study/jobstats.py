@@ -13,6 +13,9 @@ grid::
 from __future__ import annotations
 
 import argparse
+import os
+import resource
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -23,6 +26,27 @@ import yaml
 from .config import calibrator_names
 
 COLUMNS = ["jobs", "cpu_s", "wall_s", "max_wall_s", "max_rss_mb"]
+#: the controller's file under ``benchmarks/`` (:func:`record_controller`)
+CONTROLLER = "controller"
+
+
+def record_controller(path: str | Path) -> None:
+    """Write the calling process's CPU seconds (user + system), wall seconds
+    since it started and peak memory (MB) to ``path`` in the benchmark files'
+    layout, with ``jobs_cpu_time``: the CPU of every child process it waited
+    for. Called by the Snakemake controller at the end of a run (Snakefile
+    ``onsuccess`` / ``onerror``): on a local run the children are the jobs, so
+    ``jobs_cpu_time`` counts all of theirs, which the benchmark files (sampled
+    by Snakemake every 30 s after a job's first 15 s) undercount."""
+    import psutil
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = time.time() - psutil.Process(os.getpid()).create_time()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("s\tmax_rss\tcpu_time\tjobs_cpu_time\n"
+                    f"{wall:.2f}\t{own.ru_maxrss / 1024:.1f}\t{own.ru_utime + own.ru_stime:.2f}"
+                    f"\t{kids.ru_utime + kids.ru_stime:.2f}\n")
 
 
 def read_benchmarks(results_dir: str | Path) -> pd.DataFrame:
@@ -192,11 +216,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.scale:
         return _print_extrapolation(extrapolate(args.results_dir, *args.scale), *args.scale)
     table = summarise(args.results_dir)
+    controller = table.loc[[CONTROLLER]] if CONTROLLER in table.index else None
+    table = table.drop(index=CONTROLLER, errors="ignore")
     total = table[["jobs", "cpu_s", "wall_s"]].sum()
     print(table.round(1).to_string())
     print(f"\n{int(total.jobs)} jobs, {total.cpu_s / 3600:.2f} CPU-h, "
           f"{total.wall_s / 3600:.2f} h of job wall time")
+    if controller is not None:
+        print(controller_line(args.results_dir, total.cpu_s))
     return 0
+
+
+def controller_line(results_dir: str | Path, jobs_cpu_s: float) -> str:
+    """The last run's controller CPU and its jobs' measured CPU, in words."""
+    row = pd.read_csv(Path(results_dir) / "benchmarks" / f"{CONTROLLER}.tsv", sep="\t").iloc[-1]
+    own, kids = float(row.cpu_time), float(row.jobs_cpu_time)
+    return (f"last run: controller {own:.1f} CPU-s over {float(row.s):.0f} s wall; its job "
+            f"processes {kids:.1f} CPU-s (the benchmark files above hold {jobs_cpu_s:.1f} of "
+            f"them, sampled); in all {own + kids:.1f} CPU-s")
 
 
 def _print_extrapolation(table: pd.DataFrame, run_config: str, target_config: str) -> int:
