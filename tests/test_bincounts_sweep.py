@@ -10,6 +10,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from fitontest.core import calibration_error
 from fitontest.families import bincounts
 
 
@@ -106,3 +107,19 @@ def test_ew_changes_are_the_b_where_the_non_empty_bins_change(monkeypatch):
     for cap in (120, 300, 50):                 # extends the kept list, then reads it back
         got = [(n_bins, e[0].tolist()) for n_bins, e in codes.ew_changes(cap)]
         assert got == [w for w in want if w[0] <= cap]
+
+
+@pytest.mark.parametrize("p", [1, 2])
+def test_used_estimates_of_the_non_empty_bins_are_those_of_all_bins(p):
+    """Terms of the non-empty bins only, put back in place, give the estimate
+    of every bin's terms to the last bit."""
+    rng = np.random.default_rng(p)
+    counts = rng.integers(0, 4, size=(7, 300)) * (rng.random((7, 300)) < 0.1)
+    counts[:, 0] += 1
+    sum_y = rng.binomial(counts, 0.7).astype(float)
+    counts = counts.astype(float)
+    sum_s = counts * rng.random(counts.shape)
+    safe = np.where(counts > 0, counts, 1.0)
+    terms = calibration_error.debiased_bin_terms(counts, sum_s / safe, sum_y / safe, p=p)
+    want = np.sum(counts * terms, axis=1) / counts.sum(axis=1)
+    np.testing.assert_array_equal(bincounts.used_estimates(counts, sum_s, sum_y, p), want)

@@ -305,8 +305,12 @@ def fit_rows(fam, pairs: np.ndarray, codes: Codes, tests=None, shared=None):
 def used_estimates(counts, sum_s, sum_y, p: int) -> np.ndarray:
     """The binning family's used estimate (debiased binned CE, §2.4) per row."""
     full = counts > 0
-    safe = np.where(full, counts, 1.0)
-    terms = calibration_error.debiased_bin_terms(counts, sum_s / safe, sum_y / safe, p=p)
+    # terms of the non-empty bins only (a swept B may reach n bins, most of them
+    # empty), put back in place: an empty bin's term is 0, and the row sums add
+    # the same numbers in the same order
+    terms = np.zeros(counts.shape)
+    n = counts[full]
+    terms[full] = calibration_error.debiased_bin_terms(n, sum_s[full] / n, sum_y[full] / n, p=p)
     return np.sum(counts * terms, axis=1) / counts.sum(axis=1)
 
 
