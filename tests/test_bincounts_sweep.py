@@ -62,10 +62,11 @@ def world_rows(s, rng, k):
 
 @pytest.fixture(params=["default", "small blocks, early shortcut", "no shortcut"])
 def knobs(request, monkeypatch):
-    """The EW block size and the per-code shortcut's B change the work, never
-    the outcome."""
+    """The EW block size, the ES steps' size (here one B a step) and the
+    per-code shortcut's B change the work, never the outcome."""
     if request.param == "small blocks, early shortcut":
         monkeypatch.setattr(bincounts, "EW_CELLS", 40)
+        monkeypatch.setattr(bincounts, "SWEEP_CELLS", 1)
         monkeypatch.setattr(bincounts, "SHORTCUT_AFTER", 3)
     elif request.param == "no shortcut":
         monkeypatch.setattr(bincounts, "SHORTCUT_AFTER", 10 ** 6)

@@ -32,6 +32,8 @@ CHUNK_BYTES = 48 * 2 ** 20
 SHORTCUT_AFTER = 64
 #: codes x B per block of :meth:`Codes.ew_changes` (at most)
 EW_CELLS = 2 ** 20
+#: (row, B) x bins per step of the ES sweep (at most, but one B at a time)
+SWEEP_CELLS = 2 ** 18
 
 
 class Codes:
@@ -245,14 +247,22 @@ def sweep(sample: Dense, codes: Codes, scheme: str, max_bins) -> np.ndarray:
     are the same codes in every row, so only the B at which the non-empty
     bins change are checked (:meth:`Codes.ew_changes`; over-confident scores
     leave most EW bins empty and keep them so for many B), on those bins alone.
+    ES bins are checked for a run of B at once (:func:`es_decreasing`), the
+    runs doubling (2-3, 4-7, ...): a few steps, each over all rows still going.
     """
     cap = sample.n if max_bins is None else min(int(max_bins), sample.n)
     best = np.ones(sample.k, dtype=np.int64)
     active = best < cap
     shortcut = min(cap, SHORTCUT_AFTER)
-    steps = codes.ew_changes(cap) if scheme == "ew" else ((b, None) for b in range(2, cap + 1))
-    for n_bins, e in steps:
-        best[active] = n_bins - 1         # monotone up to here: the same bins since the last step
+    changes = codes.ew_changes(cap) if scheme == "ew" else None
+    n_bins = 2
+    while n_bins <= cap:
+        if changes is not None:
+            step = next(changes, None)
+            if step is None:
+                break
+            n_bins, e = step
+        best[active] = n_bins - 1         # monotone up to here: EW, the same bins since the last step
         if shortcut is not None and n_bins >= shortcut:   # O(k m): only for rows still going
             rows = np.flatnonzero(active)
             done = rows[~decreasing(sample.per_code["n"][rows], sample.per_code["y"][rows])]
@@ -260,12 +270,32 @@ def sweep(sample: Dense, codes: Codes, scheme: str, max_bins) -> np.ndarray:
         rows = np.flatnonzero(active)
         if rows.size == 0:
             break
-        if e is None:
-            e = edges(sample, codes, scheme, n_bins, n_bins, rows)
-        active[rows[decreasing(bin_sums(sample, e, "n", rows),
-                               bin_sums(sample, e, "y", rows))]] = False
+        if changes is not None:
+            bad = decreasing(bin_sums(sample, e, "n", rows), bin_sums(sample, e, "y", rows))
+            bad, width = bad[:, None], 1
+        else:
+            width = min(n_bins, cap + 1 - n_bins,
+                        max(1, SWEEP_CELLS // (rows.size * 2 * n_bins)))
+            if shortcut is not None and n_bins < shortcut:
+                width = min(width, shortcut - n_bins)
+            bad = es_decreasing(sample, codes, rows, n_bins, width)
+        stop = bad.any(axis=1)            # the first bad B of a row ends it
+        best[rows[stop]] = n_bins - 1 + np.argmax(bad[stop], axis=1)
+        active[rows[stop]] = False
+        n_bins += width
     best[active] = cap
     return best
+
+
+def es_decreasing(sample: Dense, codes: Codes, rows: np.ndarray, lo: int, width: int):
+    """:func:`decreasing` of the ES bins of rows ``rows`` at B = lo, ..,
+    lo + width - 1 (rows, width): one row of bins per (row, B), the bins past
+    its B empty."""
+    nb = np.tile(np.arange(lo, lo + width), rows.size)
+    rep = np.repeat(rows, width)
+    e = edges(sample, codes, "es", nb, lo + width - 1, rep)
+    return decreasing(bin_sums(sample, e, "n", rep),
+                      bin_sums(sample, e, "y", rep)).reshape(rows.size, width)
 
 
 def choose_bins(fam, sample: Dense, codes: Codes):
