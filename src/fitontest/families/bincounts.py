@@ -30,6 +30,10 @@ __all__ = ["Codes", "Dense", "es_starts", "edges", "sweep", "fit_rows", "replica
 CHUNK_BYTES = 48 * 2 ** 20
 #: the sweep's B at which rows still monotone try the per-code shortcut
 SHORTCUT_AFTER = 64
+#: codes x B per block of :meth:`Codes.ew_changes` (at most)
+EW_CELLS = 2 ** 20
+#: (row, B) x bins per step of the ES sweep (at most, but one B at a time)
+SWEEP_CELLS = 2 ** 18
 
 
 class Codes:
@@ -54,6 +58,37 @@ class Codes:
             cache[n_bins] = np.searchsorted(bins, np.arange(1, n_bins), side="left")
         first = cache[n_bins][:max(b_max - 1, 0)]
         return np.concatenate((first, np.full(max(b_max - n_bins, 0), self.m, dtype=np.int64)))
+
+    def ew_changes(self, cap: int):
+        """(B, code edges (1, w + 1)) of the EW bins of B = 2..``cap`` at every B
+        whose non-empty bins differ from B - 1's (a row's sweep outcome can
+        only change there): the first codes of the w non-empty bins, then m.
+        Computed for blocks of B at once (~:data:`EW_CELLS` codes x B each,
+        doubling from 32 B) as far as a caller reads, and kept."""
+        found = self.__dict__.setdefault("_ew_changes", [])
+        i = 0
+        while True:
+            while i < len(found) and found[i][0] <= cap:
+                yield found[i]
+                i += 1
+            done = self.__dict__.get("_ew_done", 1)      # B up to which ``found`` is complete
+            if done >= cap:
+                return
+            width = min(max(1, EW_CELLS // self.m), max(32, done), cap - done)
+            b = np.arange(done + 1, done + 1 + width)
+            # the bin of every code, as ew_first computes it (floor of uniq * float(B))
+            bins = np.minimum(np.floor(self.uniq[None, :] * b[:, None]).astype(np.int64),
+                              b[:, None] - 1)
+            cut = bins[:, 1:] != bins[:, :-1]             # a bin starts at code c + 1
+            prev = self.__dict__.get("_ew_cut")
+            new = np.ones(width, dtype=bool)
+            new[1:] = np.any(cut[1:] != cut[:-1], axis=1)
+            if prev is not None:
+                new[0] = not np.array_equal(cut[0], prev)
+            for r in np.flatnonzero(new):
+                e = np.concatenate(([0], np.flatnonzero(cut[r]) + 1, [self.m]))
+                found.append((int(b[r]), e[None, :]))
+            self._ew_cut, self._ew_done = cut[-1], done + width
 
     def value_edges(self, edges: np.ndarray, scheme: str) -> np.ndarray:
         """Score edges ``[0, e_1, .., 1]`` of one row's code edges (B + 1,)."""
@@ -207,23 +242,60 @@ def sweep(sample: Dense, codes: Codes, scheme: str, max_bins) -> np.ndarray:
     codes' means): it takes the cap at once. The check costs O(m) per row, so
     it runs once, on the rows still monotone at B = :data:`SHORTCUT_AFTER`
     (most rows of continuous scores stop long before).
+
+    A row's outcome at B depends only on its non-empty bins, in order. EW bins
+    are the same codes in every row, so only the B at which the non-empty
+    bins change are checked (:meth:`Codes.ew_changes`; over-confident scores
+    leave most EW bins empty and keep them so for many B), on those bins alone.
+    ES bins are checked for a run of B at once (:func:`es_decreasing`), the
+    runs doubling (2-3, 4-7, ...): a few steps, each over all rows still going.
     """
     cap = sample.n if max_bins is None else min(int(max_bins), sample.n)
     best = np.ones(sample.k, dtype=np.int64)
     active = best < cap
-    for n_bins in range(2, cap + 1):
-        if n_bins == min(cap, SHORTCUT_AFTER):   # O(k m): only for rows still going
+    shortcut = min(cap, SHORTCUT_AFTER)
+    changes = codes.ew_changes(cap) if scheme == "ew" else None
+    n_bins = 2
+    while n_bins <= cap:
+        if changes is not None:
+            step = next(changes, None)
+            if step is None:
+                break
+            n_bins, e = step
+        best[active] = n_bins - 1         # monotone up to here: EW, the same bins since the last step
+        if shortcut is not None and n_bins >= shortcut:   # O(k m): only for rows still going
             rows = np.flatnonzero(active)
             done = rows[~decreasing(sample.per_code["n"][rows], sample.per_code["y"][rows])]
-            best[done], active[done] = cap, False
+            best[done], active[done], shortcut = cap, False, None
         rows = np.flatnonzero(active)
         if rows.size == 0:
             break
-        e = edges(sample, codes, scheme, n_bins, n_bins, rows)
-        bad = decreasing(bin_sums(sample, e, "n", rows), bin_sums(sample, e, "y", rows))
-        best[rows[~bad]] = n_bins
-        active[rows[bad]] = False
+        if changes is not None:
+            bad = decreasing(bin_sums(sample, e, "n", rows), bin_sums(sample, e, "y", rows))
+            bad, width = bad[:, None], 1
+        else:
+            width = min(n_bins, cap + 1 - n_bins,
+                        max(1, SWEEP_CELLS // (rows.size * 2 * n_bins)))
+            if shortcut is not None and n_bins < shortcut:
+                width = min(width, shortcut - n_bins)
+            bad = es_decreasing(sample, codes, rows, n_bins, width)
+        stop = bad.any(axis=1)            # the first bad B of a row ends it
+        best[rows[stop]] = n_bins - 1 + np.argmax(bad[stop], axis=1)
+        active[rows[stop]] = False
+        n_bins += width
+    best[active] = cap
     return best
+
+
+def es_decreasing(sample: Dense, codes: Codes, rows: np.ndarray, lo: int, width: int):
+    """:func:`decreasing` of the ES bins of rows ``rows`` at B = lo, ..,
+    lo + width - 1 (rows, width): one row of bins per (row, B), the bins past
+    its B empty."""
+    nb = np.tile(np.arange(lo, lo + width), rows.size)
+    rep = np.repeat(rows, width)
+    e = edges(sample, codes, "es", nb, lo + width - 1, rep)
+    return decreasing(bin_sums(sample, e, "n", rep),
+                      bin_sums(sample, e, "y", rep)).reshape(rows.size, width)
 
 
 def choose_bins(fam, sample: Dense, codes: Codes):
@@ -263,8 +335,12 @@ def fit_rows(fam, pairs: np.ndarray, codes: Codes, tests=None, shared=None):
 def used_estimates(counts, sum_s, sum_y, p: int) -> np.ndarray:
     """The binning family's used estimate (debiased binned CE, §2.4) per row."""
     full = counts > 0
-    safe = np.where(full, counts, 1.0)
-    terms = calibration_error.debiased_bin_terms(counts, sum_s / safe, sum_y / safe, p=p)
+    # terms of the non-empty bins only (a swept B may reach n bins, most of them
+    # empty), put back in place: an empty bin's term is 0, and the row sums add
+    # the same numbers in the same order
+    terms = np.zeros(counts.shape)
+    n = counts[full]
+    terms[full] = calibration_error.debiased_bin_terms(n, sum_s[full] / n, sum_y[full] / n, p=p)
     return np.sum(counts * terms, axis=1) / counts.sum(axis=1)
 
 

@@ -10,8 +10,8 @@ found once per fold (:func:`held_out_edges`), and every bin's sums are
 differences of sums below two edges.
 
 Nothing about the codes depends on the labels. :class:`CVCodes` holds that
-part of a chunk of rows (the folds' sorted codes, the edges, the counts and
-score sums below them), so rows with the same points and other labels -- the
+part of a chunk of rows (the folds' sorted codes, the edges, every bin's
+counts and score sums), so rows with the same points and other labels -- the
 consistency worlds of :mod:`fitontest.intervals`, which redraw only the
 labels -- pay only for the labels (:meth:`CVCodes.scores`).
 """
@@ -168,9 +168,10 @@ def _cum_at(a: np.ndarray, at: np.ndarray) -> np.ndarray:
 class FoldCodes:
     """The label-free part of one held-out fold of k rows (positions ``test``
     of rows of codes ``code_rows``): where each point sorted by code sits in
-    the row (``where``, flat), its score ``s``, and at every distinct edge of
-    the candidates (:func:`held_out_edges`) the held-out and training counts
-    and score sums below it."""
+    the row (``where``, flat), its score ``s``, the held-out points below
+    every distinct edge of the candidates (:func:`held_out_edges`), and every
+    bin's held-out and training counts and score sums: kept, as every world
+    of the same points reads them."""
 
     def __init__(self, sample, code_rows: np.ndarray, test: np.ndarray, codes, scheme: str,
                  cands: tuple, flat: bool):
@@ -186,10 +187,17 @@ class FoldCodes:
         self.s = codes.uniq[code]
         c, self.j, self.lo, self.hi = held_out_edges(sample, code, codes, scheme, cands)
         self.c_flat = c + (codes.m + 1) * np.arange(k)[:, None]
-        self.te_s = _cum_at(self.s, self.j)
-        self.tr_n = np.take(sample.cum("n"), self.c_flat) - self.j
-        self.tr_s = np.take(sample.cum("s"), self.c_flat) - self.te_s
-        self.te_ss = _cum_at(self.s * self.s, self.j) if flat else None
+        te_s = _cum_at(self.s, self.j)
+        # counts as int32 (exact; half the memory), read as the same float64;
+        # a bin without training points divides by 1 (its term is dropped)
+        small = np.int32 if n < 2 ** 31 else np.int64
+        n_tr = self.bins(np.take(sample.cum("n"), self.c_flat) - self.j)
+        self.full = n_tr > 0
+        self.safe = np.where(self.full, n_tr, 1).astype(small)
+        self.n_te = self.bins(self.j).astype(small)
+        self.s_tr = self.bins(np.take(sample.cum("s"), self.c_flat) - te_s)
+        self.s_te = self.bins(te_s)
+        self.ss_te = self.bins(_cum_at(self.s * self.s, self.j)) if flat else None
 
     def bins(self, a: np.ndarray) -> np.ndarray:
         """Per-bin sums (k, bins) from sums below the edges (k, columns)."""
@@ -206,17 +214,16 @@ class FoldCodes:
         d = self.s - y
         base = np.einsum("ij,ij->i", d, d)
         te_y = _cum_at(y, self.j)
-        n_tr, n_te = self.bins(self.tr_n), self.bins(self.j)
+        n_te = self.n_te
         y_tr = self.bins(np.take(sample.cum("y"), self.c_flat) - te_y)
         y_te = self.bins(te_y)
-        full = n_tr > 0
-        safe = np.where(full, n_tr, 1)
-        if self.te_ss is None:
-            dd = np.where(full, (y_tr - self.bins(self.tr_s)) / safe, 0.0)
-            extra = 2 * dd * (self.bins(self.te_s) - y_te) + dd * dd * n_te
+        full, safe = self.full, self.safe
+        if self.ss_te is None:
+            dd = np.where(full, (y_tr - self.s_tr) / safe, 0.0)
+            extra = 2 * dd * (self.s_te - y_te) + dd * dd * n_te
         else:
             c = y_tr / safe
-            extra = np.where(full, c * c * n_te - 2 * c * y_te - self.bins(self.te_ss)
+            extra = np.where(full, c * c * n_te - 2 * c * y_te - self.ss_te
                              + 2 * self.bins(_cum_at(self.s * y, self.j)), 0.0)
         return base[:, None] + np.add.reduceat(extra, first, axis=1)
 
