@@ -171,3 +171,38 @@ def test_shipped_rehearsal_measurements_cover_the_paper_grid():
     # the paper grid costs more than the rehearsal in every scaled rule
     scaled = got.dropna(subset=["target_cpu_s"])
     assert (scaled.target_cpu_s > scaled.cpu_s).all()
+
+
+def test_extrapolation_refuses_a_batched_run(tmp_path):
+    from fitontest.study.jobstats import extrapolate
+
+    small = grid_config(["a"], ["car"], ["ece_es15", "pl3_ce"], seeds=1)
+    run = measured_run(tmp_path, small)
+    with pytest.raises(ValueError, match="batch sizes 1"):
+        extrapolate(run, {**small, "batch": {"evaluators": 16, "calibrators": 1}}, small)
+
+
+def test_controller_record_counts_its_own_and_its_childrens_cpu(results, capsys):
+    """record_controller (the Snakefile's onsuccess) writes this process's CPU
+    and its waited-for children's; `fitontest jobs` prints them apart."""
+    import resource
+    import subprocess
+    import sys
+
+    from fitontest.study.jobstats import record_controller
+
+    burn = "s = 0\nfor i in range(3_000_000): s += i"
+    subprocess.run([sys.executable, "-c", burn], check=True)
+    exec(burn)
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    record_controller(results / "benchmarks" / "controller.tsv")
+    row = pd.read_csv(results / "benchmarks" / "controller.tsv", sep="\t").iloc[0]
+    assert row.cpu_time >= own.ru_utime + own.ru_stime - 0.01 > 0
+    assert row.jobs_cpu_time >= kids.ru_utime + kids.ru_stime - 0.01 > 0
+    assert row.s > 0 and row.max_rss > 0
+    assert main([str(results)]) == 0
+    out = capsys.readouterr().out
+    assert "5 jobs" in out                    # the controller is not a job
+    assert f"controller {row.cpu_time:.1f} CPU-s" in out
+    assert f"processes {row.jobs_cpu_time:.1f} CPU-s" in out

@@ -43,12 +43,12 @@ def test_default_config_dry_run_lists_every_stage(tmp_path):
     n_arch = len(cfg["archs"])
     assert counts["train"] == n_arch
     # batch.evaluators 16: per network one job for the 15 single-thread evaluators,
-    # one each for PL and PL3; every calibrator of a kind in one job
+    # one for PL and PL3; every calibrator of a kind in one job; a shape's evaluators
     assert cfg["batch"] == {"evaluators": 16, "calibrators": 8}
     assert len(cfg["evaluation"]["evaluators"]) == 17
-    assert counts["evaluate"] == n_arch * 3
+    assert counts["evaluate"] == n_arch * 2
     assert counts["calibrate_multiclass"] == counts["calibrate_binary"] == n_arch
-    assert counts["synthetic_evaluate"] == 2 * len(cfg["synthetic"]["shapes"])
+    assert counts["synthetic_evaluate"] == len(cfg["synthetic"]["shapes"])
 
 
 def test_paper_config_dry_run_on_miniature_cifar5m(tmp_path):

@@ -5,11 +5,6 @@
 # calibrators: batch.calibrators, config/README.md).
 
 
-def calibrated(names):
-    """The calibrated files of ``names``, every task of each in turn."""
-    return [f for n in names for f in per_task(f"calibrated/{{arch}}/{{task}}/{n}.npz")]
-
-
 CALIBRATE_MULTICLASS = dict(
     input=dict(val=res("logits/{arch}/val.npz"), holdout=res("logits/{arch}/holdout.npz")),
     params=dict(tasks=config["tasks"]),

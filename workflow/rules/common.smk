@@ -80,6 +80,11 @@ def per_task_calibrator(pattern):
             for t in TASKS for c in EVAL_CALIBRATORS]
 
 
+def calibrated(names):
+    """The calibrated files of calibrators ``names``, every task of each in turn."""
+    return [f for n in names for f in per_task(f"calibrated/{{arch}}/{{task}}/{n}.npz")]
+
+
 def data_params():
     """The parts of the config that determine the images and the split."""
     return {k: config.get(k) for k in ("data_source", "cifar5m_dir", "procedural", "split",
@@ -156,18 +161,18 @@ def export_threads(wildcards):
     return all_cores() if n >= 100_000 else 1
 
 
-def batches(names, size, alone=()):
+def batches(names, size, apart=()):
     """The jobs of a batched stage: ({batch name: methods}, single).
 
     Methods share a job in chunks of ``size``, in config order (one Python
     start-up and one read of the inputs for all of them; each still writes its
-    own files); ``single`` lists those with a job of their own (the stage's
-    rule with a method wildcard): every method when ``size`` is 1, the ones in
-    ``alone``, and a chunk's lone remainder.
+    own files); those in ``apart`` are chunked among themselves. ``single``
+    lists the methods with a job of their own (the stage's rule with a method
+    wildcard): every method when ``size`` is 1, and a chunk's lone member.
     """
-    rest = [n for n in names if n not in alone]
-    chunks = [rest[i:i + size] for i in range(0, len(rest), size)] if size > 1 else []
-    grouped = {f"batch{i + 1}": c for i, c in enumerate(chunks) if len(c) > 1}
+    groups = [[n for n in names if n not in apart], [n for n in names if n in apart]]
+    chunks = [g[i:i + size] for g in groups for i in range(0, len(g), size)] if size > 1 else []
+    grouped = {f"batch{i + 1}": c for i, c in enumerate(c for c in chunks if len(c) > 1)}
     batched = {n for c in grouped.values() for n in c}
     return grouped, [n for n in names if n not in batched]
 
@@ -179,14 +184,15 @@ def evaluator_params(names):
 
 def threaded(names):
     """The evaluators whose fit spreads over threads (PL / PL3): the longest
-    jobs, never batched, so that they start early and run side by side."""
+    fits, batched apart from the quick ones, so that their job starts early
+    and the quick ones run beside it."""
     from fitontest.study.experiment import takes_threads
 
     return [n for n in names if takes_threads(n)]
 
 
 EVAL_BATCHES, EVAL_SINGLE = batches(EVALUATORS, BATCH["evaluators"], threaded(EVALUATORS))
-SYN_BATCHES, SYN_SINGLE = batches(SYNTHETIC["evaluators"], BATCH["evaluators"],
-                                  threaded(SYNTHETIC["evaluators"]))
+# a synthetic job is short (one shape): every evaluator of a shape in one
+SYN_BATCHES, SYN_SINGLE = batches(SYNTHETIC["evaluators"], BATCH["evaluators"])
 MULTICLASS_BATCHES, MULTICLASS_SINGLE = batches(MULTICLASS_CALIBRATORS, BATCH["calibrators"])
 BINARY_BATCHES, BINARY_SINGLE = batches(BINARY_CALIBRATORS, BATCH["calibrators"])

@@ -59,6 +59,8 @@ for _batch, _names in EVAL_BATCHES.items():
             evaluators=_names,
             family_params=evaluator_params(_names),
             **EVALUATE_PARAMS,
+        # the PL / PL3 batch, the longest job, first: the others fill the other cores
+        priority: 1 if set(_names) & set(threaded(EVALUATORS)) else 0
         resources:
             mem_mb=8000,
         conda:

@@ -165,6 +165,10 @@ def extrapolate(results_dir: str | Path, measured_config, target_config) -> pd.D
     not grow with the grid.
     """
     measured, target = _read_config(measured_config), _read_config(target_config)
+    batched = {k: v for k, v in (measured.get("batch") or {}).items() if v != 1}
+    if batched:
+        raise ValueError(f"the measured run shared jobs between methods (batch: {batched}), so "
+                         "a job's cost is not one method's: rehearse with batch sizes 1")
     sizes = [[(cfg.get(section) or {}).get(key) for section, key in SIZE_KEYS]
              for cfg in (measured, target)]
     differ = [".".join(k) for k, a, b in zip(SIZE_KEYS, *sizes)
