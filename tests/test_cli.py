@@ -237,6 +237,7 @@ def test_config_plugins_make_a_user_family_pass_the_config_checks(tmp_path):
 
     (tmp_path / "deco.py").write_text(DECORATED)
     cfg = bench_config()
+    cfg["batch"] = {"evaluators": 1, "calibrators": 1}    # a job per evaluator
     cfg["evaluation"]["evaluators"].append("iso_plugin")
     out = run_snakemake(tmp_path, "-n", "--cores", "1", config=cfg)
     text = out.stdout + out.stderr

@@ -268,7 +268,8 @@ def resolve_evaluator(target: str) -> tuple[str, str | None]:
 
 
 def bench_config(base: dict, name: str, spec: str | None) -> dict:
-    """``base`` with ``name`` added to the evaluators (and ``spec`` to the plugins)."""
+    """``base`` with ``name`` added to the evaluators, in a job of its own
+    (config ``batch.alone``), and ``spec`` to the plugins."""
     cfg = copy.deepcopy(base)
     if spec is not None:
         plugins = list(cfg.get("plugins") or [])
@@ -282,6 +283,10 @@ def bench_config(base: dict, name: str, spec: str | None) -> dict:
         ev = syn.setdefault("evaluators", [])
         if name not in ev:
             ev.append(name)
+    # a job of its own: the batches of the finished run stay as they were
+    alone = cfg.setdefault("batch", {}).setdefault("alone", [])
+    if name not in alone:
+        alone.append(name)
     return cfg
 
 

@@ -161,16 +161,18 @@ def export_threads(wildcards):
     return all_cores() if n >= 100_000 else 1
 
 
-def batches(names, size, apart=()):
+def batches(names, size, apart=(), alone=()):
     """The jobs of a batched stage: ({batch name: methods}, single).
 
     Methods share a job in chunks of ``size``, in config order (one Python
     start-up and one read of the inputs for all of them; each still writes its
-    own files); those in ``apart`` are chunked among themselves. ``single``
-    lists the methods with a job of their own (the stage's rule with a method
-    wildcard): every method when ``size`` is 1, and a chunk's lone member.
+    own files); those in ``apart`` are chunked among themselves, those in
+    ``alone`` (config ``batch.alone``) never share. ``single`` lists the
+    methods with a job of their own (the stage's rule with a method wildcard):
+    every method when ``size`` is 1, the ``alone`` ones, a chunk's lone member.
     """
-    groups = [[n for n in names if n not in apart], [n for n in names if n in apart]]
+    free = [n for n in names if n not in alone]
+    groups = [[n for n in free if n not in apart], [n for n in free if n in apart]]
     chunks = [g[i:i + size] for g in groups for i in range(0, len(g), size)] if size > 1 else []
     grouped = {f"batch{i + 1}": c for i, c in enumerate(c for c in chunks if len(c) > 1)}
     batched = {n for c in grouped.values() for n in c}
@@ -191,8 +193,12 @@ def threaded(names):
     return [n for n in names if takes_threads(n)]
 
 
-EVAL_BATCHES, EVAL_SINGLE = batches(EVALUATORS, BATCH["evaluators"], threaded(EVALUATORS))
+EVAL_BATCHES, EVAL_SINGLE = batches(EVALUATORS, BATCH["evaluators"], threaded(EVALUATORS),
+                                    BATCH["alone"])
 # a synthetic job is short (one shape): every evaluator of a shape in one
-SYN_BATCHES, SYN_SINGLE = batches(SYNTHETIC["evaluators"], BATCH["evaluators"])
-MULTICLASS_BATCHES, MULTICLASS_SINGLE = batches(MULTICLASS_CALIBRATORS, BATCH["calibrators"])
-BINARY_BATCHES, BINARY_SINGLE = batches(BINARY_CALIBRATORS, BATCH["calibrators"])
+SYN_BATCHES, SYN_SINGLE = batches(SYNTHETIC["evaluators"], BATCH["evaluators"],
+                                  alone=BATCH["alone"])
+MULTICLASS_BATCHES, MULTICLASS_SINGLE = batches(MULTICLASS_CALIBRATORS, BATCH["calibrators"],
+                                                alone=BATCH["alone"])
+BINARY_BATCHES, BINARY_SINGLE = batches(BINARY_CALIBRATORS, BATCH["calibrators"],
+                                        alone=BATCH["alone"])
