@@ -4,6 +4,7 @@
 from snakemake.utils import min_version, validate
 
 from fitontest.study.config import coerce_cli_types
+from fitontest.study.jobstats import record_controller
 
 min_version("8.0")
 
@@ -44,15 +45,11 @@ for _smk in sorted(Path(workflow.basedir, "workflow/rules/evaluators").glob("*.s
 # The controller's own CPU and memory (its DAG, scheduling and bookkeeping),
 # which no job's benchmark file holds: `fitontest jobs` prints it beside the jobs'.
 onsuccess:
-    from fitontest.study.jobstats import record_controller
-
-    record_controller(f"results/{config['exp']}/benchmarks/controller.tsv")
+    record_controller(CONTROLLER_RECORD)
 
 
 onerror:
-    from fitontest.study.jobstats import record_controller
-
-    record_controller(f"results/{config['exp']}/benchmarks/controller.tsv")
+    record_controller(CONTROLLER_RECORD)
 
 
 # last: fits every rule's requests to the cluster's nodes

@@ -429,3 +429,11 @@ def test_rerun_incomplete_after_a_killed_batch_reruns_only_it(tiny_run, tmp_path
     counts = job_counts(out.stdout + out.stderr)
     assert counts.pop("evaluate") == 1
     assert set(counts) == {"collect_scores", "tables", "figures", "findings", "all"}, counts
+
+
+def test_workflow_is_lint_clean(tmp_path):
+    """`snakemake --lint` finds nothing (the snakemake-workflow-template rules:
+    a log per rule, helpers in common.smk, no mixed rules and functions)."""
+    out = run_snakemake(tmp_path, "--lint", config=load_config())
+    text = out.stdout + out.stderr
+    assert "Congratulations, your workflow is in a good condition!" in text, text[-3000:]

@@ -107,6 +107,8 @@ SCORE_ORDER = {"arch": ARCHS, "task": TASKS, "calibrator": EVAL_CALIBRATORS,
 
 
 PSEUDO_REAL = config["pseudo_real"]
+# the controller's CPU, wall and memory, written at the end of a run (Snakefile)
+CONTROLLER_RECORD = f"results/{config['exp']}/benchmarks/controller.tsv"
 # reliability diagrams are drawn for these uncalibrated (arch, task) models:
 # every one for the paper's figures, the first network's last task by default
 FIGURE_MODELS = ([(a, t) for a in ARCHS for t in TASKS] if config["report"]["figures"] == "all"
@@ -168,8 +170,8 @@ def batches(names, size, apart=(), alone=()):
     start-up and one read of the inputs for all of them; each still writes its
     own files); those in ``apart`` are chunked among themselves, those in
     ``alone`` (config ``batch.alone``) never share. ``single`` lists the
-    methods with a job of their own (the stage's rule with a method wildcard):
-    every method when ``size`` is 1, the ``alone`` ones, a chunk's lone member.
+    methods with a job of their own, made by the stage's one-method rule: all
+    of them when ``size`` is 1, the ``alone`` ones, and a chunk's lone member.
     """
     free = [n for n in names if n not in alone]
     groups = [[n for n in free if n not in apart], [n for n in free if n in apart]]
