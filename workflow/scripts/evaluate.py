@@ -17,11 +17,11 @@ params = {n: family_params(n, p.family_params, p.seed) for n in names}
 for n in names:
     if snakemake.threads > 1 and takes_threads(n):
         params[n].setdefault("n_threads", snakemake.threads)
-subsets = dict(zip(p.tasks, inp.subsets))
+subsets = {task: load_subsets(path) for task, path in zip(p.tasks, inp.subsets)}
 frames = {n: [] for n in names}
 # each (task, calibrator) is read once for every evaluator of the job
 for (task, cal), cal_path, truth_path in zip(p.pairs, inp.calibrated, inp.truth):
-    d, truths, subs = load_npz(cal_path), load_npz(truth_path), load_subsets(subsets[task])
+    d, truths, subs = load_npz(cal_path), load_npz(truth_path), subsets[task]
     for n in names:
         log.info("%s / %s: %s", task, cal, n)
         rows = score_evaluator(n, params[n], d["holdout_scores"], d["holdout_labels"], truths,
