@@ -113,7 +113,9 @@ import sys
 sys.path.insert(0, "tests")
 import yaml
 from test_workflow import tiny_config
-open(sys.argv[1], "w").write(yaml.safe_dump(tiny_config()))
+cfg = tiny_config()
+cfg["batch"] = {"evaluators": 1, "calibrators": 1}   # a job per method, as on a cluster
+open(sys.argv[1], "w").write(yaml.safe_dump(cfg))
 EOF
 
 # The README's command; this cluster has no accounting (squeue status, no
@@ -170,7 +172,7 @@ done
 # retries failed jobs) and a rerun of the same command must complete, with
 # every output whole: tables identical, nothing incomplete, nothing to do.
 cp -a "$WORK/slurm" "$WORK/cancel"
-rm -rf "$WORK"/cancel/results/tiny/scores/*/*/*/isotonic.parquet \
+rm -rf "$WORK"/cancel/results/tiny/scores/*/isotonic.parquet \
   "$WORK"/cancel/results/tiny/{scores.parquet,tables,figures}
 slurm_run "$WORK/cancel" > "$WORK/cancel.log" 2>&1 &
 RUN=$!
