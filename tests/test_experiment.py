@@ -3,7 +3,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fitontest.study.experiment import calibrator_rows, score_external, score_rows, tidy
+from fitontest.study.experiment import (calibrator_rows, population_ce, score_external,
+                                        score_rows, tidy)
 from fitontest.core.io import load_subsets, save_subsets
 from fitontest.study.schema import SCORE_COLUMNS, SCORE_VALUES
 
@@ -15,7 +16,8 @@ def test_score_rows_by_hand():
     pos = np.array([1, 3])
     est = {"ce_est": 0.05, "ce_est_sq": 0.004, "ce_est_debiased": np.nan,
            "ce_est_debiased_sq": 0.003}
-    (row,) = score_rows(c_hat, est, hold, pos, {"iso": c_true})
+    truths = {"iso": c_true}
+    (row,) = score_rows(c_hat, est, hold, pos, truths, population_ce(hold, truths))
     assert row["truth"] == "iso"
     assert row["true_ce"] == pytest.approx((0.0 + 0.2) / 2)
     assert row["true_ce_sq"] == pytest.approx((0.0 + 0.04) / 2)
@@ -35,7 +37,7 @@ def test_estimate_only_rows_have_no_cmee():
     hold = np.linspace(0, 1, 5)
     est = {"ce_est": 0.1, "ce_est_sq": 0.01, "ce_est_debiased": np.nan,
            "ce_est_debiased_sq": np.nan}
-    (row,) = score_rows(None, est, hold, np.arange(5), {"t": hold})
+    (row,) = score_rows(None, est, hold, np.arange(5), {"t": hold}, {"t": 0.0})
     assert np.isnan(row["cmee"]) and row["true_ce"] == 0 and row["ce_error"] == 0.1
 
 

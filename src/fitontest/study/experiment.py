@@ -56,8 +56,8 @@ def interval_columns(ci) -> dict[str, float]:
 
 def score_rows(c_hat_holdout: np.ndarray | None, est: Mapping[str, float],
                holdout_scores: np.ndarray, positions: np.ndarray,
-               truths: Mapping[str, np.ndarray], interval=None,
-               pop: Mapping[str, float] | None = None) -> list[dict[str, float]]:
+               truths: Mapping[str, np.ndarray], pop: Mapping[str, float],
+               interval=None) -> list[dict[str, float]]:
     """One row per truth estimator for one fitted evaluator.
 
     ``c_hat_holdout`` is the evaluator's map on every hold-out score (None for
@@ -65,10 +65,10 @@ def score_rows(c_hat_holdout: np.ndarray | None, est: Mapping[str, float],
     hold-out; ``truths`` map truth names to c(s) on the hold-out; ``interval``
     the bootstrap interval of the L1 estimate on the subset, or None.
     ``true_ce_pop`` is the population CE the interval targets: mean |s - c(s)|
-    over the whole hold-out (``pop``: its value per truth, when already known).
+    over the whole hold-out, ``pop`` its value per truth (:func:`population_ce`,
+    the same for every subset: computed once by the caller).
     """
     s_sub = holdout_scores[positions]
-    pop = pop or population_ce(holdout_scores, truths)
     ce_used, ce_used_sq = used_estimates(est)
     rows = []
     for truth, c_true in truths.items():
@@ -133,7 +133,7 @@ def score_evaluator(name: str, params: Mapping[str, Any] | None, holdout_scores:
         t0 = time.perf_counter()
         ci = subset_interval(name, fam, s, y, est, interval, [interval_seed, size, seed])
         ci_seconds = time.perf_counter() - t0
-        for row in score_rows(c_hat, est, holdout_scores, pos, truths, interval=ci, pop=pop):
+        for row in score_rows(c_hat, est, holdout_scores, pos, truths, pop, interval=ci):
             row.update(evaluator=name, size=int(size), seed=int(seed),
                        hyper=fam.chosen_hyperparameter(), fit_seconds=seconds)
             rows.append(row)
@@ -177,6 +177,7 @@ def score_external(name: str, output: Mapping[str, np.ndarray], holdout_scores: 
         return float(output[key][r]) if key in output else np.nan
 
     rows = []
+    pop = population_ce(holdout_scores, truths)
     for (size, seed), pos in sorted(subsets.items()):
         r = got[(size, seed)]
         c_hat = None if c_hat_all is None else c_hat_all[r]
@@ -187,7 +188,7 @@ def score_external(name: str, output: Mapping[str, np.ndarray], holdout_scores: 
             est = {"ce_est": opt("ce_est", r), "ce_est_sq": opt("ce_est_sq", r)}
         est.update(ce_est_debiased=opt("ce_est_debiased", r),
                    ce_est_debiased_sq=opt("ce_est_debiased_sq", r))
-        for row in score_rows(c_hat, est, holdout_scores, pos, truths):
+        for row in score_rows(c_hat, est, holdout_scores, pos, truths, pop):
             row.update(evaluator=name, size=int(size), seed=int(seed),
                        hyper=opt("hyper", r), fit_seconds=opt("fit_seconds", r))
             rows.append(row)
