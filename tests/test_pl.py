@@ -3,6 +3,8 @@
 Sizes and epoch caps are kept small where the property allows, and every fit
 runs on one torch thread (fast and stable on a shared 2-core machine).
 """
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -454,6 +456,7 @@ def test_backend_choice():
     assert resolve_backend("torch", cpu) == "torch"
     with pytest.raises(ValueError, match="CPU only"):
         resolve_backend("numba", cuda)
+    assert resolve_backend("auto", "cpu") == "numba" and resolve_backend("auto", "cuda") == "torch"
     s, y = draw(100, 0)
     with pytest.raises(ValueError, match="backend"):
         families.get("pl_ce", backend="jax").fit(s, y)
@@ -490,3 +493,14 @@ def test_shuffle_is_a_uniform_permutation_and_batches_are_sorted():
     assert np.array_equal(again[1], order[1])            # a group's batches: its own stream
     alg.batch_orders(keys, 6, np.array([1]), lab, bounds, members, again)
     assert not np.array_equal(again[1], order[1])        # a new epoch, new batches
+
+
+def test_cpu_fit_imports_no_torch():
+    """A numba fit on device "cpu" leaves torch unimported: a workflow job that
+    fits PL saves torch's 2-4 CPU-s of import (issue 37)."""
+    code = ("import sys, numpy as np; from fitontest import families; "
+            "r = np.random.default_rng(0); s = r.random(400); y = (r.random(400) < s).astype(int); "
+            "families.get('pl3_ce', max_epochs=3).fit(s, y); "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False", out.stderr

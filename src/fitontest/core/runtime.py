@@ -108,6 +108,15 @@ class DeviceUnavailableError(ValueError, RuntimeError):
     also a RuntimeError, as torch's own errors for a missing device are)."""
 
 
+def device_type(device="auto") -> str:
+    """The type (``"cpu"``, ``"cuda"``, ...) of :func:`resolve_device`'s device;
+    the string ``"cpu"`` without importing torch (2-4 CPU-s per process that
+    only fits numba kernels, such as a workflow job's PL fits)."""
+    if isinstance(device, str) and device.strip().lower() == "cpu":
+        return "cpu"
+    return resolve_device(device).type
+
+
 def resolve_device(device="auto"):
     """``"auto"`` (CUDA when available, else the CPU), ``"cpu"``,
     ``"cuda"``/``"cuda:N"``, ``"mps"`` or a ``torch.device`` -> ``torch.device``.

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fitontest.core.runtime import resolve_device
+from fitontest.core.runtime import device_type, resolve_device
 from fitontest.core.validation import logit
 from . import algorithm as alg
 from .family import evaluate_map
@@ -28,13 +28,15 @@ OPTIMIZERS = ("adam", "lbfgs")
 
 
 def resolve_backend(backend: str, device) -> str:
-    """``"auto"``: numba on the CPU, torch on CUDA."""
+    """``"auto"``: numba on the CPU, torch on CUDA (``device``: a torch.device
+    or its type)."""
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    if device.type != "cpu":
+    kind = device if isinstance(device, str) else device.type
+    if kind != "cpu":
         if backend == "numba":
             raise ValueError("backend='numba' runs on the CPU only; use backend='torch' "
-                             f"(or 'auto') with device {device.type!r}")
+                             f"(or 'auto') with device {kind!r}")
         return "torch"
     return "numba" if backend == "auto" else backend
 
@@ -163,8 +165,7 @@ class BatchedTrainer:
         gids = [int(g) for g in (range(len(groups)) if group_ids is None else group_ids)]
         if len(gids) != len(groups):
             raise ValueError("need one group id per group")
-        dev = resolve_device(self.device)
-        backend = resolve_backend(self.backend, dev)
+        backend = resolve_backend(self.backend, device_type(self.device))
         if self.optimizer == "lbfgs" and backend != "numba":
             raise ValueError("optimizer 'lbfgs' runs on the numba backend (CPU) only; use "
                              "optimizer='adam' for the torch / CUDA path")
@@ -196,7 +197,8 @@ class BatchedTrainer:
                 self.max_epochs, self.patience, threads, trace)
         else:
             out_P, out_loss, out_epochs = self._fit_torch(data, P, k_of, group_of, keys, label,
-                                                          bounds, space, loss, dev, n_batches,
+                                                          bounds, space, loss,
+                                                          resolve_device(self.device), n_batches,
                                                           trace)
         knots, heights = alg.maps(out_P, k_of, space)
         K2 = kmax + 2
