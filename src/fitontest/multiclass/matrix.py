@@ -98,22 +98,30 @@ class _MatrixCalibrator(MultiClassCalibrator):
         k = k1 - 1
         c = self._penalty_weights(lam, mu, k).ravel()
         rows = np.arange(n)
+        # the line search's last point is where the next Newton step starts:
+        # its log-softmax is kept for fgh, and the (n, K (K + 1)) products
+        # reuse one buffer (the same values; fewer passes over memory)
+        last = {}
+        r = np.empty((n, k, k1))
 
         def fun(theta):
-            a = xt @ theta.reshape(k, k1).T
-            return mean_nll(a, y) + float(c @ (theta * theta))
+            lsm = log_softmax(xt @ theta.reshape(k, k1).T)
+            last["theta"], last["lsm"] = theta.copy(), lsm
+            return float(-np.mean(lsm[rows, y])) + float(c @ (theta * theta))
 
         def fgh(theta):
-            a = xt @ theta.reshape(k, k1).T
-            lsm = log_softmax(a)
+            if "theta" in last and np.array_equal(last["theta"], theta):
+                lsm = last["lsm"]
+            else:
+                lsm = log_softmax(xt @ theta.reshape(k, k1).T)
             nll = -float(np.mean(lsm[rows, y]))
             p = np.exp(lsm)
             g = p.copy()
             g[rows, y] -= 1.0
             grad = (g.T @ xt).ravel() / n + 2.0 * c * theta
-            r = (p[:, :, None] * xt[:, None, :]).reshape(n, k * k1)
-            hess = -(r.T @ r)
-            blocks = (r.T @ xt).reshape(k, k1, k1)
+            rr = np.multiply(p[:, :, None], xt[:, None, :], out=r).reshape(n, k * k1)
+            hess = -(rr.T @ rr)
+            blocks = (rr.T @ xt).reshape(k, k1, k1)
             for j in range(k):
                 sl = slice(j * k1, (j + 1) * k1)
                 hess[sl, sl] += blocks[j]
