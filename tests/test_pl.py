@@ -504,3 +504,34 @@ def test_cpu_fit_imports_no_torch():
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_map_is_a_function_of_the_score_at_rounded_knots():
+    """An interior knot rounded past the end knot (cumsum(softmax) = 1 + 2^-52
+    before the end, set to 1.0), or repeated: every score gets one value
+    whatever the order of the points (np.interp alone gave a score of 1.0 two
+    values in one prediction), the end height at the end; other scores keep
+    np.interp's values bit for bit."""
+    from fitontest.families.pl.family import interp_knots
+
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.random(3000), np.ones(500), np.full(200, 0.5)])
+    for knots, heights in [
+        (np.array([0.0, 0.4, 0.9, np.nextafter(1.0, 2.0), 1.0]), np.array([0.1, 0.3, 0.8, 0.95, 0.99])),
+        (np.array([0.0, 0.5, 0.5, 0.8, 1.0, 1.0]), np.array([0.1, 0.3, 0.6, 0.7, 0.9, 0.97])),
+    ]:
+        ref = None
+        for _ in range(5):
+            order = rng.permutation(x.size)
+            v = np.empty_like(x)
+            v[order] = interp_knots(x[order], knots, heights)
+            assert ref is None or np.array_equal(v, ref)
+            ref = v
+        assert np.all(ref[x == 1.0] == heights[-1])
+        if knots[1] == knots[2] == 0.5:
+            assert np.all(ref[x == 0.5] == heights[2])         # the last knot of the run
+        plain = (x != 0.5) & (x < 1.0)
+        assert np.array_equal(ref[plain], np.interp(x[plain], knots, heights))
+    ordered = np.array([0.0, 0.3, 1.0])
+    assert np.array_equal(interp_knots(x, ordered, np.array([0.2, 0.5, 0.9])),
+                          np.interp(x, ordered, np.array([0.2, 0.5, 0.9])))
