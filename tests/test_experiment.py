@@ -146,3 +146,31 @@ def test_only_families_with_n_threads_take_threads():
     for name in families.names():
         if takes_threads(name):
             families.get(name, n_threads=2)
+
+
+@pytest.mark.parametrize("name", __import__("fitontest.families").families.names())
+def test_grid_predictions_equal_plain_ones(name):
+    """ScoreGrid (the hold-out's distinct scores, sorted once) gives every
+    family's map values bit for bit: a map acts on each score alone (issue 37).
+    The grid repeats scores and holds 0 and 1, as a calibrator's scores do."""
+    from fitontest import families
+    from fitontest.study.experiment import ScoreGrid
+
+    rng = np.random.default_rng(3)
+    s = np.clip(rng.beta(2.0, 3.0, 1500), 1e-6, 1 - 1e-6)
+    y = (rng.random(s.size) < s ** 1.3).astype(int)
+    # short fits: the maps' shape does not matter here
+    params = ({"max_epochs": 5} if name.startswith(("pl_ce", "pl_mse", "pl3"))
+              else {"max_segments": 2, "n_folds": 2} if name.startswith("pl_de") else {})
+    try:
+        fam = families.get(name, **params).fit(s, y)
+    except ImportError:
+        pytest.skip(f"{name}: optional dependency missing")
+    if not fam.provides_map:
+        pytest.skip(f"{name} provides no map")
+    grid = np.concatenate([rng.random(20_000), s, np.round(rng.random(5000), 2),
+                           [0.0, 1.0, 0.5, 0.5, 1.0]])
+    rng.shuffle(grid)
+    got = ScoreGrid(grid).predict(fam)
+    assert got.dtype == np.float64 and got.shape == grid.shape
+    assert np.array_equal(got, fam.predict(grid))

@@ -33,7 +33,11 @@ class CalibrationFamily(BaseEstimator):
       ``"SKCE"``: their own quantities), reported with every CE interval;
     - ``batched_replicates``: :meth:`bootstrap_replicates` costs far less than
       refitting per replicate (the binning families), so intervals default to
-      the full number of replicates for it (``intervals.interval_settings``).
+      the full number of replicates for it (``intervals.interval_settings``);
+    - ``pointwise_predict``: ``predict``'s value at a score does not depend on
+      the other scores of the call, bit for bit (``False`` where a BLAS product
+      over the whole call rounds by position: pwlf), so the workflow may score
+      a map once per distinct hold-out score (``study.experiment.ScoreGrid``).
 
     Optional capabilities, declared here with their defaults and overridden by
     the families that have them (callers never probe for them):
@@ -51,6 +55,7 @@ class CalibrationFamily(BaseEstimator):
     provides_map: bool = True
     estimand: str = "population"
     batched_replicates: bool = False
+    pointwise_predict: bool = True
 
     def _n_folds_needed(self) -> int | None:
         return getattr(self, "n_folds", None)

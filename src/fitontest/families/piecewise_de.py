@@ -292,6 +292,7 @@ class PiecewiseDEFamily(CalibrationFamily):
     """
 
     hyper_attr = "n_pieces_"
+    pointwise_predict = False      # pwlf's predict is one BLAS product over the call
 
     def __init__(self, degree: int = 1, max_segments: int = 7, n_folds: int = 10,
                  tol: float = 1e-3, seed: int = 0, variant: str = "ours"):

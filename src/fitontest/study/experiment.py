@@ -40,6 +40,29 @@ def fit_family(name: str, scores, labels, params: Mapping[str, Any] | None = Non
     return fam, time.perf_counter() - t0
 
 
+class ScoreGrid:
+    """Scores deduplicated and sorted once, for maps evaluated on them many
+    times (every evaluator fit is scored on the whole hold-out, issue 37).
+
+    A calibration map acts on each score alone, so its values on the distinct
+    scores, spread back by ``inverse``, are its values on the scores -- bit
+    for bit (every family is checked in tests/test_experiment.py) -- and the
+    families' predictions (np.interp, searchsorted, ...) run several times
+    faster on sorted input, far faster still where the scores take few values
+    (the scores of an isotonic or binning calibrator)."""
+
+    def __init__(self, scores: np.ndarray):
+        self.scores = scores
+        self.values, self.inverse = np.unique(scores, return_inverse=True)
+
+    def predict(self, fam) -> np.ndarray:
+        """``fam.predict(scores)``, computed on the distinct scores where the
+        family's values do not depend on the other scores of the call."""
+        if not fam.pointwise_predict:
+            return fam.predict(self.scores)
+        return fam.predict(self.values)[self.inverse]
+
+
 def mean_abs(d: np.ndarray, p: int) -> float:
     """mean |d|^p for p = 1 or 2."""
     d = np.abs(d)
@@ -112,23 +135,25 @@ def score_evaluator(name: str, params: Mapping[str, Any] | None, holdout_scores:
                     holdout_labels: np.ndarray, truths: Mapping[str, np.ndarray],
                     subsets: Mapping[tuple[int, int], np.ndarray], log=None, *,
                     interval: Mapping[str, Any] | None = None,
-                    interval_seed: int = 0) -> pd.DataFrame:
+                    interval_seed: int = 0, grid: ScoreGrid | None = None) -> pd.DataFrame:
     """Fit evaluator ``name`` on every (size, seed) subset of the hold-out and score it.
 
     ``interval``: the ``evaluation.interval`` config block (None: no
     intervals); the resamples of subset (size, seed) are seeded by
-    ``[interval_seed, size, seed]``. Returns rows with (evaluator, size, seed,
-    truth) and every value column of ``schema.SCORE_VALUES``; the caller adds
-    (arch, task, calibrator).
+    ``[interval_seed, size, seed]``. ``grid``: the :class:`ScoreGrid` of
+    ``holdout_scores`` where the caller scores several evaluators on them.
+    Returns rows with (evaluator, size, seed, truth) and every value column of
+    ``schema.SCORE_VALUES``; the caller adds (arch, task, calibrator).
     """
     holdout_scores = np.asarray(holdout_scores, dtype=np.float64)
     holdout_labels = np.asarray(holdout_labels)
     rows = []
     pop = population_ce(holdout_scores, truths)   # the same for every subset
+    grid = ScoreGrid(holdout_scores) if grid is None else grid
     for (size, seed), pos in sorted(subsets.items()):
         s, y = holdout_scores[pos], holdout_labels[pos]
         fam, seconds = fit_family(name, s, y, params)
-        c_hat = fam.predict(holdout_scores) if fam.provides_map else None
+        c_hat = grid.predict(fam) if fam.provides_map else None
         est = estimates(fam, s)
         t0 = time.perf_counter()
         ci = subset_interval(name, fam, s, y, est, interval, [interval_seed, size, seed])

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from fitontest.data import synthetic
-from .experiment import fit_family, interval_columns, mean_abs, subset_interval
+from .experiment import ScoreGrid, fit_family, interval_columns, mean_abs, subset_interval
 from fitontest.families.base import estimates, used_estimates
 from .schema import SYNTHETIC_COLUMNS
 
@@ -41,6 +41,7 @@ def score_shape(evaluator: str, params: Mapping[str, Any] | None, shape: str,
     for ce in ce_levels:
         p_test, c_test = synthetic.test_sample(shape, ce, n_test, seed=test_seed,
                                               sampling=sampling)
+        grid = ScoreGrid(p_test)
         for size in sizes:
             for seed in seeds:
                 p, y, c = synthetic.sample(shape, ce, size, seed, sampling=sampling)
@@ -58,7 +59,7 @@ def score_shape(evaluator: str, params: Mapping[str, Any] | None, shape: str,
                 row["ce_error"] = abs(ce_used - row["true_ce"])
                 row["ce_error_sq"] = abs(ce_used_sq - row["true_ce_sq"])
                 if fam.provides_map:
-                    d_test = fam.predict(p_test) - c_test
+                    d_test = grid.predict(fam) - c_test
                     d_sub = fam.predict(p) - c
                     row.update(cmee=mean_abs(d_test, 1), cmee_sq=mean_abs(d_test, 2),
                                cmee_subset=mean_abs(d_sub, 1), cmee_subset_sq=mean_abs(d_sub, 2))
