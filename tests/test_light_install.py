@@ -140,3 +140,23 @@ def test_the_extras_are_declared():
         declared = " ".join(extras[extra]).replace("-", "_")
         for module in modules:
             assert module in declared
+
+
+def test_the_tabular_classifiers_need_no_torch():
+    """The tabular study's networks are scikit-learn classifiers: fitontest.models
+    (the package of both registries) loads without torch (issue 37: every
+    tabular_fit job imported torch for nothing)."""
+    out = run_core("""
+        import sys
+        import numpy as np
+        from fitontest.models import tabular
+        from fitontest import models
+        rng = np.random.default_rng(0)
+        X, y = rng.normal(size=(200, 3)), rng.integers(0, 3, 200)
+        z = tabular.log_proba(tabular.get("logreg").fit(X, y), X, 3)
+        assert z.shape == (200, 3) and np.allclose(np.exp(z).sum(1), 1.0, atol=1e-5)
+        assert callable(models.get) and "torch" not in sys.modules
+        print("ok")
+    """)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"

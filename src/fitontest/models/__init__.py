@@ -12,14 +12,18 @@ The others are depth/width-reduced members of the same families for the
 laptop-size default configuration.
 
 Every model's final linear layer runs in float32 even under autocast, so the
-exported logits keep full precision when the body runs in bfloat16.
+exported logits keep full precision when the body runs in bfloat16
+(:mod:`.layers`). This package itself imports no torch: the scikit-learn
+classifiers of the tabular study (:mod:`.tabular`) load without it.
 """
 from __future__ import annotations
 
-import torch
-from torch import nn
+from typing import TYPE_CHECKING
 
 from fitontest.core.registry import Registry
+
+if TYPE_CHECKING:
+    from torch import nn
 
 MODELS = Registry("model", package=__name__, path=__path__)
 register = MODELS.register
@@ -37,28 +41,4 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-class Float32Head(nn.Linear):
-    """A linear classifier that always computes in float32 (outside autocast)."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        with torch.autocast(device_type=x.device.type, enabled=False):
-            return super().forward(x.float())
-
-
-def init_weights(module: nn.Module) -> None:
-    """He (fan-out) init for convolutions, unit/zero BN, zero linear bias."""
-    for m in module.modules():
-        if isinstance(m, nn.Conv2d):
-            nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
-            if m.bias is not None:
-                nn.init.zeros_(m.bias)
-        elif isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)):
-            nn.init.ones_(m.weight)
-            nn.init.zeros_(m.bias)
-        elif isinstance(m, nn.Linear):
-            if m.bias is not None:
-                nn.init.zeros_(m.bias)
-
-
-__all__ = ["MODELS", "register", "get", "names", "entry", "count_parameters",
-           "Float32Head", "init_weights"]
+__all__ = ["MODELS", "register", "get", "names", "entry", "count_parameters"]

@@ -11,7 +11,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import Float32Head, init_weights, register
+from . import register
+from .layers import Float32Head, init_weights
 
 
 class _ShortcutA(nn.Module):

@@ -5,7 +5,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import Float32Head, init_weights, register
+from . import register
+from .layers import Float32Head, init_weights
 
 
 class TinyCNN(nn.Module):
