@@ -43,12 +43,14 @@ def test_default_config_dry_run_lists_every_stage(tmp_path):
     n_arch = len(cfg["archs"])
     assert counts["train"] == n_arch
     # batch.evaluators 16: per network one job for the 15 single-thread evaluators,
-    # one for PL and PL3; every calibrator of a kind in one job; a shape's evaluators
+    # one for PL and PL3; every calibrator of a kind in one job; the synthetic
+    # evaluators of every shape in one; both splits' logits of a network in one
     assert cfg["batch"] == {"evaluators": 16, "calibrators": 8}
     assert len(cfg["evaluation"]["evaluators"]) == 17
     assert counts["evaluate"] == n_arch * 2
     assert counts["calibrate_multiclass"] == counts["calibrate_binary"] == n_arch
-    assert counts["synthetic_evaluate"] == len(cfg["synthetic"]["shapes"])
+    assert len(cfg["synthetic"]["evaluators"]) <= 16 and counts["synthetic_evaluate"] == 1
+    assert counts["export_logits"] == n_arch
 
 
 def test_paper_config_dry_run_on_miniature_cifar5m(tmp_path):
@@ -66,7 +68,7 @@ def test_paper_config_dry_run_on_miniature_cifar5m(tmp_path):
     n_mc = len(set(["none"] + cfg["calibrators"]["multiclass"]))
     assert counts["split"] == 1
     assert counts["train"] == n_arch
-    assert counts["export_logits"] == 2 * n_arch
+    assert counts["export_logits"] == n_arch
     assert counts["calibrate_multiclass"] == n_arch * n_mc
     assert counts["calibrate_binary"] == n_arch * len(cfg["calibrators"]["binary"])
     assert counts["truth"] == n_arch * n_task
@@ -208,14 +210,14 @@ def test_tiny_run_benchmarks_every_job(tiny_run):
     archs = list(cfg["archs"])
     want = {bench / "split.tsv"}
     want |= {bench / f"train/{a}.tsv" for a in archs}
-    want |= {bench / f"export_logits/{a}/{s}.tsv" for a in archs for s in ("val", "holdout")}
+    want |= {bench / f"export_logits/{a}.tsv" for a in archs}
     # the tiny config's methods of each stage share one job (batch sizes of the default)
     want |= {bench / f"calibrate_multiclass/{a}/batch1.tsv" for a in archs}
     want |= {bench / f"calibrate_binary/{a}/batch1.tsv" for a in archs}
     want |= {bench / f"truth/{a}/{t}.tsv" for a in archs for t in cfg["tasks"]}
     want |= {bench / f"calibrator_draws/{a}.tsv" for a in archs}
     want |= {bench / f"evaluate/{a}/batch1.tsv" for a in archs}
-    want |= {bench / f"synthetic_evaluate/{s}/batch1.tsv" for s in cfg["synthetic"]["shapes"]}
+    want |= {bench / "synthetic_evaluate/batch1.tsv"}
     external = [(a, t, c) for a in archs for t in cfg["tasks"]
                 for c in cfg["evaluation"]["calibrators"]]
     want |= {bench / f"ece_ew10_external/{a}/{t}/{c}.tsv" for a, t, c in external}

@@ -156,11 +156,10 @@ def all_cores():
 
 
 def export_threads(wildcards):
-    """Every core for a split of 100,000 images or more (the 1M hold-out is
+    """Every core for a hold-out of 100,000 images or more (the 1M hold-out is
     the paper-size critical path; the export runs its blocks in that many
-    processes); one for a small split, whose neighbours fill the cores."""
-    n = config["split"]["n_val" if wildcards.split == "val" else "n_holdout"]
-    return all_cores() if n >= 100_000 else 1
+    processes); one for a small one, whose neighbours fill the cores."""
+    return all_cores() if config["split"]["n_holdout"] >= 100_000 else 1
 
 
 def batches(names, size, apart=(), alone=()):

@@ -1,6 +1,7 @@
 # The synthetic study (docs/methods.md §7): exact ground truth, no images.
-# One job per (shape, evaluator) covers every CE level, size and seed (or per
-# shape and batch of evaluators: batch.evaluators, as in evaluate.smk).
+# One job per (shape, evaluator) covers every CE level, size and seed; with
+# batch.evaluators > 1 a batch of evaluators shares one job over every shape
+# (a shape's fits take seconds: one Python start-up for all of them).
 
 
 SYNTHETIC_PARAMS = dict(synthetic=SYNTHETIC, seed=config["seed"])
@@ -17,6 +18,7 @@ rule synthetic_evaluate:
         shape=alternatives(SYNTHETIC["shapes"]),
         evaluator=alternatives(SYN_SINGLE),
     params:
+        shapes=lambda w: [w.shape],
         evaluators=lambda w: [w.evaluator],
         family_params=lambda w: evaluator_params([w.evaluator]),
         **SYNTHETIC_PARAMS,
@@ -28,22 +30,21 @@ rule synthetic_evaluate:
         "../scripts/synthetic_evaluate.py"
 
 
-# batch.evaluators > 1: the single-thread evaluators of a shape share a job
+# batch.evaluators > 1: a batch of evaluators shares a job over every shape;
+# the outputs shape by shape, each shape's evaluators in batch order
 for _batch, _names in SYN_BATCHES.items():
 
     rule:
         name:
             f"synthetic_evaluate_{_batch}"
         output:
-            expand(res("synthetic/{shape}/{evaluator}.parquet"), evaluator=_names,
-                   allow_missing=True),
+            [res(f"synthetic/{s}/{n}.parquet") for s in SYNTHETIC["shapes"] for n in _names],
         log:
-            logpath(f"synthetic/{{shape}}/{_batch}.log"),
+            logpath(f"synthetic/{_batch}.log"),
         benchmark:
-            res(f"benchmarks/synthetic_evaluate/{{shape}}/{_batch}.tsv")
-        wildcard_constraints:
-            shape=alternatives(SYNTHETIC["shapes"]),
+            res(f"benchmarks/synthetic_evaluate/{_batch}.tsv")
         params:
+            shapes=SYNTHETIC["shapes"],
             evaluators=_names,
             family_params=evaluator_params(_names),
             **SYNTHETIC_PARAMS,

@@ -29,16 +29,18 @@ rule train:
         "../scripts/train.py"
 
 
+# One job per network writes both splits: one start-up and one model load.
 rule export_logits:
     input:
         model=res("models/{arch}/model.pt"),
         split=res("data/split.json"),
     output:
-        res("logits/{arch}/{split}.npz"),
+        val=res("logits/{arch}/val.npz"),
+        holdout=res("logits/{arch}/holdout.npz"),
     log:
-        logpath("logits/{arch}/{split}.log"),
+        logpath("logits/{arch}/export.log"),
     benchmark:
-        res("benchmarks/export_logits/{arch}/{split}.tsv")
+        res("benchmarks/export_logits/{arch}.tsv")
     params:
         data=data_params(),
         training=config["training"],
