@@ -44,13 +44,13 @@ def test_default_config_dry_run_lists_every_stage(tmp_path):
     assert counts["train"] == n_arch
     # batch.evaluators 16: per network one job for the 15 single-thread evaluators,
     # one for PL and PL3; every calibrator of a kind in one job; the synthetic
-    # evaluators of every shape in one; both splits' logits of a network in one
+    # evaluators of every shape in one; both splits' logits and every truth of a network in one
     assert cfg["batch"] == {"evaluators": 16, "calibrators": 8}
     assert len(cfg["evaluation"]["evaluators"]) == 17
     assert counts["evaluate"] == n_arch * 2
     assert counts["calibrate_multiclass"] == counts["calibrate_binary"] == n_arch
     assert len(cfg["synthetic"]["evaluators"]) <= 16 and counts["synthetic_evaluate"] == 1
-    assert counts["export_logits"] == n_arch
+    assert counts["export_logits"] == counts["truth"] == n_arch
 
 
 def test_paper_config_dry_run_on_miniature_cifar5m(tmp_path):
@@ -214,7 +214,7 @@ def test_tiny_run_benchmarks_every_job(tiny_run):
     # the tiny config's methods of each stage share one job (batch sizes of the default)
     want |= {bench / f"calibrate_multiclass/{a}/batch1.tsv" for a in archs}
     want |= {bench / f"calibrate_binary/{a}/batch1.tsv" for a in archs}
-    want |= {bench / f"truth/{a}/{t}.tsv" for a in archs for t in cfg["tasks"]}
+    want |= {bench / f"truth/{a}.tsv" for a in archs}      # batched: a network's tasks
     want |= {bench / f"calibrator_draws/{a}.tsv" for a in archs}
     want |= {bench / f"evaluate/{a}/batch1.tsv" for a in archs}
     want |= {bench / "synthetic_evaluate/batch1.tsv"}

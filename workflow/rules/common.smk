@@ -194,6 +194,20 @@ def threaded(names):
     return [n for n in names if takes_threads(n)]
 
 
+# truth: one job per (network, task) unbatched (the rehearsal's unit, which
+# `fitontest jobs --scale` reads); batched, one per network over every task
+TRUTH_JOB = "{arch}" if BATCH["calibrators"] > 1 else "{arch}/{task}"
+
+
+def truth_files(pattern):
+    """``pattern`` for every calibrator of a truth job: of its task, or,
+    batched, of every task (task by task)."""
+    if TRUTH_JOB == "{arch}":
+        return [f for t in TASKS
+                for f in per_calibrator(pattern.replace("{task}", t), CALIBRATORS)]
+    return per_calibrator(pattern, CALIBRATORS)
+
+
 EVAL_BATCHES, EVAL_SINGLE = batches(EVALUATORS, BATCH["evaluators"], threaded(EVALUATORS),
                                     BATCH["alone"])
 # a synthetic job is short (one shape): every evaluator of a shape in one

@@ -1,15 +1,17 @@
 # Stage 4: the "true" calibration map of every calibrated model on the hold-out.
+# A job covers every calibrator of a (network, task), or with batch.calibrators
+# > 1 of every task of a network (common.smk, TRUTH_JOB): one file each.
 
 
 rule truth:
     input:
-        per_calibrator("calibrated/{arch}/{task}/{calibrator}.npz", CALIBRATORS),
+        truth_files("calibrated/{arch}/{task}/{calibrator}.npz"),
     output:
-        per_calibrator("truth/{arch}/{task}/{calibrator}.npz", CALIBRATORS),
+        truth_files("truth/{arch}/{task}/{calibrator}.npz"),
     log:
-        logpath("truth/{arch}/{task}.log"),
+        logpath(f"truth/{TRUTH_JOB}.log"),
     benchmark:
-        res("benchmarks/truth/{arch}/{task}.tsv")
+        res(f"benchmarks/truth/{TRUTH_JOB}.tsv")
     params:
         truths=config["truth"],
     resources:
