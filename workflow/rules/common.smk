@@ -210,7 +210,7 @@ def truth_files(pattern):
 
 EVAL_BATCHES, EVAL_SINGLE = batches(EVALUATORS, BATCH["evaluators"], threaded(EVALUATORS),
                                     BATCH["alone"])
-# a synthetic job is short (one shape): every evaluator of a shape in one
+# a synthetic job is short (seconds per shape): a batch covers every shape (synthetic.smk)
 SYN_BATCHES, SYN_SINGLE = batches(SYNTHETIC["evaluators"], BATCH["evaluators"],
                                   alone=BATCH["alone"])
 MULTICLASS_BATCHES, MULTICLASS_SINGLE = batches(MULTICLASS_CALIBRATORS, BATCH["calibrators"],
