@@ -6,6 +6,7 @@ the paper's grid). Rows have the columns of ``schema.SYNTHETIC_COLUMNS``.
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -15,6 +16,18 @@ from fitontest.data import synthetic
 from .experiment import ScoreGrid, fit_family, interval_columns, mean_abs, subset_interval
 from fitontest.families.base import estimates, used_estimates
 from .schema import SYNTHETIC_COLUMNS
+
+
+@lru_cache(maxsize=8)
+def _test_grid(shape: str, ce: float, n_test: int, seed: int, sampling: str):
+    """The CMEE test sample of (shape, level) and its :class:`ScoreGrid`, read-only:
+    every evaluator of a job scores its maps on the same sample (a shape's
+    levels fit in the cache)."""
+    p_test, c_test = synthetic.test_sample(shape, ce, n_test, seed=seed, sampling=sampling)
+    grid = ScoreGrid(p_test)
+    for a in (grid.scores, grid.values, grid.inverse, c_test):
+        a.setflags(write=False)
+    return grid, c_test
 
 
 def score_shape(evaluator: str, params: Mapping[str, Any] | None, shape: str,
@@ -39,9 +52,7 @@ def score_shape(evaluator: str, params: Mapping[str, Any] | None, shape: str,
     """
     rows = []
     for ce in ce_levels:
-        p_test, c_test = synthetic.test_sample(shape, ce, n_test, seed=test_seed,
-                                              sampling=sampling)
-        grid = ScoreGrid(p_test)
+        grid, c_test = _test_grid(shape, float(ce), int(n_test), int(test_seed), sampling)
         for size in sizes:
             for seed in seeds:
                 p, y, c = synthetic.sample(shape, ce, size, seed, sampling=sampling)
