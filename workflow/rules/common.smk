@@ -196,13 +196,14 @@ def threaded(names):
 
 # truth: one job per (network, task) unbatched (the rehearsal's unit, which
 # `fitontest jobs --scale` reads); batched, one per network over every task
-TRUTH_JOB = "{arch}" if BATCH["calibrators"] > 1 else "{arch}/{task}"
+TRUTH_PER_NETWORK = BATCH["calibrators"] > 1
+TRUTH_JOB = "{arch}" if TRUTH_PER_NETWORK else "{arch}/{task}"
 
 
 def truth_files(pattern):
     """``pattern`` for every calibrator of a truth job: of its task, or,
     batched, of every task (task by task)."""
-    if TRUTH_JOB == "{arch}":
+    if TRUTH_PER_NETWORK:
         return [f for t in TASKS
                 for f in per_calibrator(pattern.replace("{task}", t), CALIBRATORS)]
     return per_calibrator(pattern, CALIBRATORS)
