@@ -350,7 +350,8 @@ def shuffle_labels_into(key, epoch, label, out, js):
     """:func:`shuffle_labels` with the work array ``js`` (>= n - 1 int64) given."""
     state = key ^ (np.uint64(epoch + 1) * _MIX2)
     n = label.shape[0]
-    out[:] = label
+    for i in range(n):              # element-wise: no shape check to compile
+        out[i] = label[i]
     if n < 2:
         return
     maybe = 0

@@ -51,7 +51,8 @@ def shuffle_gather(keys, epoch, g, label, bounds, gdata, first_virtual, out, rsc
         else:
             _scatter3(lab, cnt, gdata[g, 0], gdata[g, 1], gdata[g, 2], out[0], out[1], out[2])
     else:
-        fill[:] = bounds[:-1]
+        for bi in range(nb):                     # element-wise: no shape check to compile
+            fill[bi] = bounds[bi]
         src = gdata[g]
         for i in range(n):
             d = fill[lab[i]]
@@ -124,13 +125,18 @@ def _rows_parallel(live, P, m, v, ks, rgroup, bdata, bounds, rscale, nvirt, spac
 
 @njit(cache=True, error_model="numpy")
 def train(P, ks, rgroup, gdata, first_virtual, keys, label, bounds, space, loss, lr,
-          max_epochs, patience, parallel, out_P, out_loss, out_epochs, hist):
+          max_epochs, patience, groups, out_P, out_loss, out_epochs, hist):
     """Train every row of P (in place) by the paper's Adam with early
     stopping (:mod:`.algorithm`); a row's final parameters, epoch loss and
     epochs go to ``out_P``, ``out_loss``, ``out_epochs``. ``gdata[g]``: group
     g's point arrays in increasing input order; ``label``: the batch label of
     every position of a group's shuffled order (uint8); ``hist`` (epochs, rows)
-    receives every working row's epoch loss when it has rows (a trace)."""
+    receives every working row's epoch loss when it has rows (a trace).
+
+    ``groups``: None to train serially, or an int64 work array of one entry
+    per group to train the rows over threads. A None argument is a type of
+    its own, so numba prunes the threaded path from a serial compilation: a
+    process that trains serially never compiles it (about 10 s)."""
     M = P.shape[0]
     G, A, n = gdata.shape
     nb = bounds.shape[0] - 1
@@ -141,7 +147,7 @@ def train(P, ks, rgroup, gdata, first_virtual, keys, label, bounds, space, loss,
     since = np.zeros(M, dtype=np.int64)
     live = np.arange(M)
     n_live = M
-    slots = G if parallel else 1            # batch buffers: one per group, or one reused
+    slots = 1 if groups is None else G      # batch buffers: one reused, or one per group
     bdata = np.zeros((slots, A, n))
     rscale = np.ones((slots, nb))
     nvirt = np.zeros((slots, nb))
@@ -150,12 +156,11 @@ def train(P, ks, rgroup, gdata, first_virtual, keys, label, bounds, space, loss,
     lab = np.empty(n, dtype=label.dtype)
     js = np.empty(max(n - 1, 1), dtype=np.int32)
     has = np.zeros(G, dtype=np.bool_)
-    groups = np.empty(G, dtype=np.int64)
     trace = hist.shape[0] > 0
     for epoch in range(max_epochs):
         for bi in range(nb):                # one step count serves every row
             c1[bi], c2[bi] = adam_coefficients(epoch * nb + bi + 1, lr)
-        if parallel:
+        if groups is not None:
             has[:] = False                  # finished groups need no batches
             for i in range(n_live):
                 has[rgroup[live[i]]] = True
@@ -197,7 +202,8 @@ def train(P, ks, rgroup, gdata, first_virtual, keys, label, bounds, space, loss,
             else:
                 since[r] += 1
             if last or since[r] >= patience:
-                out_P[r] = P[r]
+                for a in range(P.shape[1]):
+                    out_P[r, a] = P[r, a]
                 out_loss[r] = el
                 out_epochs[r] = epoch + 1
             else:
@@ -225,7 +231,8 @@ def run(data, P, k_of, group_of, keys, label, bounds, space, loss, lr, max_epoch
     args = (P, np.asarray(k_of, dtype=np.int64), np.asarray(group_of, dtype=np.int64), gdata,
             first_virtual, keys, np.asarray(label, dtype=np.uint8 if nb <= 256 else np.int64),
             np.asarray(bounds, np.int64),
-            space, loss, float(lr), int(max_epochs), int(patience), threads > 1, out_P, out_loss,
+            space, loss, float(lr), int(max_epochs), int(patience),
+            np.empty(gdata.shape[0], dtype=np.int64) if threads > 1 else None, out_P, out_loss,
             out_epochs, hist)
     with np.errstate(divide="ignore", over="ignore"):
         if threads > 1:
