@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 from sklearn.isotonic import IsotonicRegression
 
+from fitontest.families.binning import BinningFamily
 from fitontest.study import truth
 
 
@@ -67,3 +68,34 @@ def test_posterior_truth_beats_label_truth_and_needs_the_posterior():
     assert err_post < 0.5 * err_lab
     with pytest.raises(ValueError, match="needs the known posterior"):
         truth.estimate("posterior", s, y)
+
+
+@pytest.mark.parametrize("steps", [None, 7])
+def test_estimates_on_one_sort_equal_separate_fits_bit_for_bit(steps):
+    """estimate_all sorts the points once for the order-free estimators; every
+    map equals scikit-learn's (or the estimator's own) fit on the points in
+    their given order, exactly -- with continuous scores and with scores of
+    few values (a step calibrator), ties broken by posterior and label."""
+    rng = np.random.default_rng(11)
+    n = 50_000
+    s = rng.beta(2, 3, n)
+    if steps:
+        s = np.round(s * steps) / steps
+    q = np.clip(s ** 1.5 + rng.normal(0, 0.1, n), 0, 1)
+    y = (rng.random(n) < q).astype(np.int64)
+    iso = dict(y_min=0.0, y_max=1.0, out_of_bounds="clip")
+    ref = {"isotonic": IsotonicRegression(**iso).fit(s, y.astype(float)).predict(s),
+           "posterior": IsotonicRegression(**iso).fit(s, q).predict(s)}
+    names = ["isotonic", "es100_flat_paper", "posterior"]
+    maps = truth.estimate_all(names, s, y, posterior=q)
+    assert list(maps) == names
+    for name in ref:
+        assert truth.order_free(name)
+        assert np.array_equal(maps[name], ref[name]), name
+    # not order-free: the paper's ES bins split ties by position, so they get the input order
+    assert not truth.order_free("es100_flat_paper")
+    paper = BinningFamily(scheme="es", n_bins=100, selection="fixed", map="flat", variant="paper")
+    assert np.array_equal(maps["es100_flat_paper"], paper.fit(s, y).predict(s))
+    # one estimator at a time gives the same maps
+    for name in names:
+        assert np.array_equal(truth.estimate(name, s, y, posterior=q), maps[name]), name

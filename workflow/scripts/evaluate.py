@@ -2,7 +2,8 @@
 of a network, one score file per evaluator."""
 import pandas as pd
 
-from fitontest.study.experiment import ScoreGrid, family_params, score_evaluator, takes_threads, tidy
+from fitontest.study.experiment import (ScoreGrid, family_params, population_ce, score_evaluator,
+                                        takes_threads, tidy)
 from fitontest.core.io import load_npz, load_subsets, save_parquet, script_logger
 from fitontest.core.runtime import limit_threads
 from fitontest.study.schema import SCORE_COLUMNS, SCORE_DESIGN
@@ -23,11 +24,12 @@ frames = {n: [] for n in names}
 for (task, cal), cal_path, truth_path in zip(p.pairs, inp.calibrated, inp.truth):
     d, truths, subs = load_npz(cal_path), load_npz(truth_path), subsets[task]
     grid = ScoreGrid(d["holdout_scores"])
+    pop = population_ce(d["holdout_scores"], truths)
     for n in names:
         log.info("%s / %s: %s", task, cal, n)
         rows = score_evaluator(n, params[n], d["holdout_scores"], d["holdout_labels"], truths,
                                subs, log=log.info, interval=p.interval, interval_seed=p.seed,
-                               grid=grid)
+                               grid=grid, pop=pop)
         frames[n].append(tidy(rows, SCORE_COLUMNS, arch=snakemake.wildcards.arch, task=task,
                               calibrator=cal))
 for n, out in zip(names, snakemake.output):

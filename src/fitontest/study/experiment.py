@@ -115,7 +115,8 @@ def score_rows(c_hat_holdout: np.ndarray | None, est: Mapping[str, float],
 
 def population_ce(holdout_scores: np.ndarray, truths: Mapping[str, np.ndarray]) -> dict[str, float]:
     """mean |s - c(s)| over the whole hold-out, per truth."""
-    return {t: mean_abs(holdout_scores - c, 1) for t, c in truths.items()}
+    s = np.asarray(holdout_scores, dtype=np.float64)
+    return {t: mean_abs(s - c, 1) for t, c in truths.items()}
 
 
 def subset_interval(name: str, fam, s: np.ndarray, y: np.ndarray, est: Mapping[str, float],
@@ -135,20 +136,23 @@ def score_evaluator(name: str, params: Mapping[str, Any] | None, holdout_scores:
                     holdout_labels: np.ndarray, truths: Mapping[str, np.ndarray],
                     subsets: Mapping[tuple[int, int], np.ndarray], log=None, *,
                     interval: Mapping[str, Any] | None = None,
-                    interval_seed: int = 0, grid: ScoreGrid | None = None) -> pd.DataFrame:
+                    interval_seed: int = 0, grid: ScoreGrid | None = None,
+                    pop: Mapping[str, float] | None = None) -> pd.DataFrame:
     """Fit evaluator ``name`` on every (size, seed) subset of the hold-out and score it.
 
     ``interval``: the ``evaluation.interval`` config block (None: no
     intervals); the resamples of subset (size, seed) are seeded by
     ``[interval_seed, size, seed]``. ``grid``: the :class:`ScoreGrid` of
-    ``holdout_scores`` where the caller scores several evaluators on them.
+    ``holdout_scores`` where the caller scores several evaluators on them;
+    ``pop``: their :func:`population_ce` (computed here when None).
     Returns rows with (evaluator, size, seed, truth) and every value column of
     ``schema.SCORE_VALUES``; the caller adds (arch, task, calibrator).
     """
     holdout_scores = np.asarray(holdout_scores, dtype=np.float64)
     holdout_labels = np.asarray(holdout_labels)
     rows = []
-    pop = population_ce(holdout_scores, truths)   # the same for every subset
+    if pop is None:                                # the same for every subset
+        pop = population_ce(holdout_scores, truths)
     grid = ScoreGrid(holdout_scores) if grid is None else grid
     for (size, seed), pos in sorted(subsets.items()):
         s, y = holdout_scores[pos], holdout_labels[pos]
