@@ -29,6 +29,7 @@ rule calibrate_multiclass:
     params:
         calibrators=lambda w: [w.calibrator],
         **CALIBRATE_MULTICLASS["params"],
+    priority: PRIORITY["calibrate_multiclass"]
     resources:
         mem_mb=8000,
     conda:
@@ -52,6 +53,7 @@ rule calibrate_binary:
         calibrators=lambda w: [w.calibrator],
         family_params=lambda w: evaluator_params([w.calibrator]),
         **CALIBRATE_BINARY["params"],
+    priority: PRIORITY["calibrate_binary"]
     resources:
         mem_mb=8000,
     conda:
@@ -78,6 +80,7 @@ for _batch, _names in MULTICLASS_BATCHES.items():
         params:
             calibrators=_names,
             **CALIBRATE_MULTICLASS["params"],
+        priority: PRIORITY["calibrate_multiclass"]
         resources:
             mem_mb=8000,
         conda:
@@ -103,6 +106,7 @@ for _batch, _names in BINARY_BATCHES.items():
             calibrators=_names,
             family_params=evaluator_params(_names),
             **CALIBRATE_BINARY["params"],
+        priority: PRIORITY["calibrate_binary"]
         resources:
             mem_mb=8000,
         conda:

@@ -60,7 +60,7 @@ for _batch, _names in EVAL_BATCHES.items():
             family_params=evaluator_params(_names),
             **EVALUATE_PARAMS,
         # the PL / PL3 batch, the longest job, first: the others fill the other cores
-        priority: 1 if set(_names) & set(threaded(EVALUATORS)) else 0
+        priority: PRIORITY["evaluate_long"] if set(_names) & set(threaded(EVALUATORS)) else 0
         resources:
             mem_mb=8000,
         conda:

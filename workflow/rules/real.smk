@@ -67,6 +67,7 @@ rule real_evaluate:
         family_params=lambda w: config["family_params"].get(w.evaluator, {}),
         seed=config["seed"],
         interval=EVAL["interval"],
+    priority: PRIORITY["logits"]
     resources:
         mem_mb=4000,
     conda:

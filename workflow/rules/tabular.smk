@@ -16,6 +16,7 @@ rule tabular_posterior:
         res("benchmarks/tabular_posterior.tsv")
     params:
         data=data_params(),
+    priority: PRIORITY["logits"]
     threads: 1
     resources:
         mem_mb=4000,
@@ -43,6 +44,7 @@ rule tabular_fit:
         data=data_params(),
         model=lambda w: config["archs"][w.arch]["model"],
         seed=config["seed"],
+    priority: PRIORITY["logits"]
     threads: 1
     resources:
         mem_mb=4000,

@@ -18,6 +18,7 @@ rule train:
         data=data_params(),
         arch=lambda w: config["archs"][w.arch],
         training=config["training"],
+    priority: PRIORITY["logits"]
     threads: 1
     resources:
         gpu=0,
@@ -44,6 +45,7 @@ rule export_logits:
     params:
         data=data_params(),
         training=config["training"],
+    priority: PRIORITY["logits"]
     threads: export_threads
     resources:
         gpu=0,

@@ -14,6 +14,7 @@ rule truth:
         res(f"benchmarks/truth/{TRUTH_JOB}.tsv")
     params:
         truths=config["truth"],
+    priority: PRIORITY["truth"]
     resources:
         mem_mb=8000,
     conda:
