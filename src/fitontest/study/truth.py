@@ -24,10 +24,10 @@ New estimators register with ``@TRUTHS.register("name")`` on a function
 called as ``(scores, labels, posterior)``. One registered with
 ``order_free=True`` declares that its value at a point does not depend on the
 order of the points (isotonic regression sorts them itself): :func:`estimate_all`
-then hands it the points sorted once by (score, posterior or label), on which
-scikit-learn's own sort runs in linear time (issue 37: a third of the truth
-stage's CPU), and puts its values back in the input order -- the same values,
-bit for bit (tests/test_truth.py).
+then hands it the points sorted once by score, on which scikit-learn's own
+(score, label) sort runs far faster (issue 37: a third of the truth stage's
+CPU), and puts its values back in the input order. That sort still decides
+the order, so the values are the same, bit for bit (tests/test_truth.py).
 """
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def estimate(name: str, scores, labels, posterior=None) -> np.ndarray:
 
 def estimate_all(names: Sequence[str], scores, labels, posterior=None) -> dict[str, np.ndarray]:
     """:func:`estimate` of every estimator in ``names`` on the same points,
-    the points sorted once for all the order-free ones."""
+    the points sorted by score once for all the order-free ones."""
     s, y = check_binary(scores, labels, need_both_classes=False)
     q = None
     if any(needs_posterior(n) for n in names):
@@ -122,9 +122,8 @@ def estimate_all(names: Sequence[str], scores, labels, posterior=None) -> dict[s
         q = check_scores(posterior, "posterior")
         if q.shape != s.shape:
             raise ValueError(f"posterior has {q.shape[0]} values for {s.shape[0]} scores")
-    order = None
     if any(order_free(n) for n in names):
-        order = np.lexsort((y if q is None else q, s))
+        order = np.argsort(s)
         sorted_args = (s[order], y[order], None if q is None else q[order])
     maps = {}
     for name in names:
