@@ -3,8 +3,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fitontest.study.experiment import (calibrator_rows, population_ce, score_external,
-                                        score_rows, tidy)
+from fitontest.study.experiment import (calibrator_rows, mean_abs, mean_abs_pair, population_ce,
+                                        score_external, score_rows, tidy)
 from fitontest.core.io import load_subsets, save_subsets
 from fitontest.study.schema import SCORE_COLUMNS, SCORE_VALUES
 
@@ -174,3 +174,11 @@ def test_grid_predictions_equal_plain_ones(name):
     got = ScoreGrid(grid).predict(fam)
     assert got.dtype == np.float64 and got.shape == grid.shape
     assert np.array_equal(got, fam.predict(grid))
+
+
+def test_mean_abs_pair_equals_mean_abs_bit_for_bit():
+    """The in-place pair of the CMEE columns: the values of mean_abs for p = 1 and 2."""
+    d = np.random.default_rng(3).normal(0, 0.05, 100_003)
+    want = (mean_abs(d, 1), mean_abs(d, 2))
+    assert mean_abs_pair(d.copy()) == want
+    assert want[1] != want[0] ** 2            # the two are different statistics
