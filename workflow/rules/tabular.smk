@@ -5,9 +5,9 @@
 # Takes the place of train + export_logits; the later stages run unchanged.
 
 
+# The posterior draws its hold-out rows from the config as rule split does
+# (split.split_for_source), so it runs beside split instead of after it.
 rule tabular_posterior:
-    input:
-        split=res("data/split.json"),
     output:
         res("data/holdout_posterior.npz"),
     log:

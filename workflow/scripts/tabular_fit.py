@@ -1,6 +1,8 @@
 """Rule tabular_fit: a scikit-learn classifier's logits on validation and hold-out."""
 import time
 
+import numpy as np
+
 from fitontest.core.io import load_npz, save_npz, script_logger
 from fitontest.core.runtime import limit_threads
 from fitontest.data import sources, split
@@ -23,6 +25,10 @@ for part, out in (("val", snakemake.output.val), ("holdout", snakemake.output.ho
     extra = {}
     if part == "holdout":
         # the exact class posterior lets the truth stage use it (truth "posterior")
-        extra["posterior"] = load_npz(snakemake.input.posterior)["posterior"]
+        post = load_npz(snakemake.input.posterior)
+        if not np.array_equal(post["indices"], idx):
+            raise ValueError(f"{snakemake.input.posterior} holds the posterior of other rows than "
+                             f"the hold-out of {snakemake.input.split}: delete it and rerun")
+        extra["posterior"] = post["posterior"]
     save_npz(out, logits=z, labels=y, indices=idx, **extra)
     log.info("%s: %d rows, accuracy %.4f", part, len(y), float((z.argmax(1) == y).mean()))

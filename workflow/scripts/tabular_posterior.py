@@ -8,7 +8,9 @@ from fitontest.data import sources, split
 log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)
 source = sources.open_source(snakemake.params.data)
-idx = split.read_split(snakemake.input.split)["holdout"]
+# the hold-out rows of rule split, from the same config by the same function
+idx = split.split_for_source(snakemake.params.data, source)["holdout"]
 X, _ = source.load(idx)
-save_npz(snakemake.output[0], posterior=source.generator.posterior(X).astype(np.float32))
+save_npz(snakemake.output[0], posterior=source.generator.posterior(X).astype(np.float32),
+         indices=idx)
 log.info("posterior of %d hold-out rows", idx.size)
