@@ -25,6 +25,7 @@ rule import_logits:
         arch=alternatives(ARCHS if DATA_KIND == "logits" else []),
     params:
         data=data_params(),
+    priority: PRIORITY["logits"]
     conda:
         CONDA_ENV
     script:
@@ -67,7 +68,6 @@ rule real_evaluate:
         family_params=lambda w: config["family_params"].get(w.evaluator, {}),
         seed=config["seed"],
         interval=EVAL["interval"],
-    priority: PRIORITY["logits"]
     resources:
         mem_mb=4000,
     conda:
