@@ -81,6 +81,32 @@ def test_spline_recovers_a_smooth_map_and_reports_k(name):
     assert np.mean(np.abs(grid - grid ** 2)) > 0.15
 
 
+def test_spline_solver_cache_changes_nothing_and_keeps_its_cap(monkeypatch):
+    from fitontest.families import spline
+
+    rng = np.random.default_rng(3)
+    s = np.round(rng.random(1500), 3)                 # ties: the averaged branch too
+    y = (rng.random(1500) < s ** 2).astype(float)
+    x = np.linspace(0, 1, 257)
+    fresh = []
+    for cap in (0, 10 ** 9):                          # 0: nothing kept, every solver rebuilt
+        monkeypatch.setattr(spline, "SOLVER_CACHE_BYTES", cap)
+        spline._SOLVERS.clear()
+        fits = [families.get("spline_cubic").fit(s, y) for _ in range(2)]
+        fresh.append(fits)
+        assert (len(spline._SOLVERS) > 0) == (cap > 0)
+    for a in (*fresh[0], fresh[1][1]):
+        b = fresh[1][0]
+        assert a.n_knots_ == b.n_knots_ and np.array_equal(a.cv_scores_, b.cv_scores_)
+        assert np.array_equal(a.predict(x), b.predict(x))
+    one = sum(a.nbytes for a in spline._spline_solver(1350, 20, "cubic"))
+    monkeypatch.setattr(spline, "SOLVER_CACHE_BYTES", 3 * one)
+    spline._SOLVERS.clear()
+    families.get("spline_cubic").fit(s, y)
+    assert 0 < sum(a.nbytes for v in spline._SOLVERS.values() for a in v) <= 3 * one
+    spline._SOLVERS.clear()
+
+
 def test_spline_bad_knots_are_named():
     with pytest.raises(ValueError, match="min_knots"):
         families.get("spline_cubic", min_knots=3).fit(np.linspace(0, 1, 50), np.arange(50) % 2)

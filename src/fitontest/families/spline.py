@@ -24,6 +24,7 @@ conditions determine the spline; the authors used a fixed K of about 6)**.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from functools import lru_cache
 
 import numpy as np
@@ -81,7 +82,7 @@ def _spline_solver(n: int, n_knots: int, runout: str):
     """For n fitting points: (Q, R^-1, dPhi) with Phi = Q R, so the least-squares
     knot values are v = R^-1 Q' F and the derivative at the points dPhi v.
     Depends only on (n, K, runout) -- the rank fractions are i / n -- so CV
-    folds of equal size share it."""
+    folds of equal size, and every fit at one n, share it (:func:`_solver`)."""
     t = np.arange(1, n + 1) / n
     phi, dphi = spline_design(t, n_knots, runout)
     q, r = np.linalg.qr(phi)
@@ -91,23 +92,45 @@ def _spline_solver(n: int, n_knots: int, runout: str):
     return q, r_inv, dphi
 
 
+#: bytes of factorisations :func:`_solver` keeps across fits (least recently used
+#: dropped first): at n = 10,000 one runout's 17 CV sizes take about 30 MB, and the
+#: design and QR were 40 % of a fit's time (the evaluator chooser refits every
+#: spline at one n in each of its worlds)
+SOLVER_CACHE_BYTES = 128 * 2 ** 20
+_SOLVERS: OrderedDict = OrderedDict()
+
+
+def _solver(n: int, n_knots: int, runout: str):
+    """:func:`_spline_solver`, kept in a least-recently-used cache of at most
+    :data:`SOLVER_CACHE_BYTES` (read-only arrays: sharing is safe)."""
+    key = (int(n), int(n_knots), runout)
+    if key in _SOLVERS:
+        _SOLVERS.move_to_end(key)
+        return _SOLVERS[key]
+    out = _spline_solver(*key)
+    if sum(a.nbytes for a in out) <= SOLVER_CACHE_BYTES:
+        _SOLVERS[key] = out
+        while sum(a.nbytes for v in _SOLVERS.values() for a in v) > SOLVER_CACHE_BYTES:
+            _SOLVERS.popitem(last=False)
+    return out
+
+
+def tie_groups(s_sorted: np.ndarray):
+    """(unique scores, index of each one's first point) of sorted scores."""
+    return np.unique(s_sorted, return_index=True)
+
+
 def fit_spline_map(s_sorted: np.ndarray, y_sorted: np.ndarray, n_knots: int, runout: str,
-                   cache: dict | None = None):
+                   ties=None):
     """(unique fitting scores, c at them) of the spline map, before clipping.
-    ``cache`` (a dict kept by the caller for one CV) reuses the least-squares
-    factorisation across folds of equal size."""
+    ``ties``: :func:`tie_groups` of ``s_sorted``, when the caller fits several K
+    on one sample."""
     n = s_sorted.size
     f = np.cumsum(y_sorted - s_sorted) / n
-    key = (n, int(n_knots), runout)
-    if cache is None:
-        q, r_inv, dphi = _spline_solver(*key)
-    else:
-        if key not in cache:
-            cache[key] = _spline_solver(*key)
-        q, r_inv, dphi = cache[key]
+    q, r_inv, dphi = _solver(n, n_knots, runout)
     v = r_inv @ (q.T @ f)
     acc = s_sorted + dphi @ v
-    uniq, first = np.unique(s_sorted, return_index=True)
+    uniq, first = tie_groups(s_sorted) if ties is None else ties
     if uniq.size < n:                                   # average the map over tied scores
         counts = np.diff(np.append(first, n))
         acc = np.add.reduceat(acc, first) / counts
@@ -160,12 +183,12 @@ class SplineFamily(CalibrationFamily):
         cands = self._candidates()
         folds = kfold_indices(s.size, int(self.n_folds), int(self.seed))
         scores = np.zeros((len(folds), cands.size))
-        cache: dict = {}
         for f, (train, test) in enumerate(folds):
             o = np.argsort(s[train], kind="stable")
             st, yt = s[train][o], y[train][o]
+            ties = tie_groups(st)
             for c, k in enumerate(cands):
-                kx, kc = fit_spline_map(st, yt, int(k), self.runout, cache)
+                kx, kc = fit_spline_map(st, yt, int(k), self.runout, ties)
                 pred = eval_spline_map(s[test], kx, kc)
                 scores[f, c] = np.mean((pred - y[test]) ** 2)
         self.candidates_ = cands
