@@ -27,6 +27,16 @@ def run_snakemake(workdir: Path, *args: str, config: dict | None = None,
                           cwd=REPO)
 
 
+def load_benchmark(name: str):
+    """A script of benchmarks/ (not a package) imported as a module, for its functions."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def load_config(name: str = "config.yaml") -> dict:
     return yaml.safe_load((REPO / "config" / name).read_text())
 

@@ -1,20 +1,13 @@
 """benchmarks/choose_truth.py, the chooser's truth benchmark: its units are
 independent, and its verdicts come from the paired tests it states."""
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "choose_truth.py"
+from conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("choose_truth", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("choose_truth")
 
 
 def test_every_synthetic_setting_has_its_own_label_draw(bench):

@@ -2,20 +2,15 @@
 ``MEASURED_MIN_COVERAGE`` from the coverage benchmark's output: a top-up run
 (``--first-sample`` > 0) is pooled with the run it continues, a fresh run
 replaces it."""
-import importlib.util
 from pathlib import Path
 
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "interval_auto.py"
+from conftest import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def reader():
-    spec = importlib.util.spec_from_file_location("interval_auto", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("interval_auto")
 
 
 def _run(first: int, cov: float, k: int, width: float) -> str:
