@@ -24,6 +24,7 @@ conditions determine the spline; the authors used a fixed K of about 6)**.
 """
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from functools import lru_cache
 
@@ -98,20 +99,23 @@ def _spline_solver(n: int, n_knots: int, runout: str):
 #: spline at one n in each of its worlds)
 SOLVER_CACHE_BYTES = 128 * 2 ** 20
 _SOLVERS: OrderedDict = OrderedDict()
+_SOLVERS_LOCK = threading.Lock()      # fits in threads of one process share the cache
 
 
 def _solver(n: int, n_knots: int, runout: str):
     """:func:`_spline_solver`, kept in a least-recently-used cache of at most
     :data:`SOLVER_CACHE_BYTES` (read-only arrays: sharing is safe)."""
     key = (int(n), int(n_knots), runout)
-    if key in _SOLVERS:
-        _SOLVERS.move_to_end(key)
-        return _SOLVERS[key]
+    with _SOLVERS_LOCK:
+        if key in _SOLVERS:
+            _SOLVERS.move_to_end(key)
+            return _SOLVERS[key]
     out = _spline_solver(*key)
-    if sum(a.nbytes for a in out) <= SOLVER_CACHE_BYTES:
-        _SOLVERS[key] = out
-        while sum(a.nbytes for v in _SOLVERS.values() for a in v) > SOLVER_CACHE_BYTES:
-            _SOLVERS.popitem(last=False)
+    with _SOLVERS_LOCK:
+        if sum(a.nbytes for a in out) <= SOLVER_CACHE_BYTES:
+            _SOLVERS[key] = out
+            while sum(a.nbytes for v in _SOLVERS.values() for a in v) > SOLVER_CACHE_BYTES:
+                _SOLVERS.popitem(last=False)
     return out
 
 
