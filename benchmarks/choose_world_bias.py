@@ -24,25 +24,25 @@ import argparse
 import numpy as np
 from choose_truth import MAKERS
 
-from fitontest.choose import _fit_used
-from fitontest.worlds import plausible_maps, world_sample
+from fitontest.choose import _fit_used, world_losses
+from fitontest.worlds import plausible_maps
 
 NAMES = ("smece", "beta", "ece_ew15", "ece_es_cv", "isotonic", "temp_1vsrest")
 
 
-def biases(label, s, y, c, worlds):
-    """(3, E) mean signed CE errors: truth, oracle worlds, chooser worlds."""
+def biases(unit, label, s, y, c, worlds):
+    """(3, E) mean signed CE errors: truth, oracle worlds, chooser worlds. ``unit``
+    seeds the worlds: each subset its own draws (one stream for all would share
+    the world noise across subsets, and the SE over subsets would miss it); the
+    oracle and the chooser worlds of one subset share theirs (paired)."""
     true = np.mean(np.abs(s - c))
     out = np.empty((3, len(NAMES)))
     out[0] = [_fit_used(n, s, y, 1, None)[0] - true for n in NAMES]
-    maps = plausible_maps(s, y, worlds, [0, 1, 0])[0]
+    maps = plausible_maps(s, y, worlds, [0, 1, unit])[0]
     for row, mapset in ((1, [c] * worlds), (2, maps)):
-        errs = []
-        for w, m in enumerate(mapset):
-            sw, yw, cw = world_sample(np.random.default_rng([5, w]), s, m)
-            t = np.mean(np.abs(cw - sw))
-            errs.append([_fit_used(n, sw, yw, 1, None)[0] - t for n in NAMES])
-        out[row] = np.mean(errs, axis=0)
+        # the chooser's own world loop; row 3 of its losses is the signed CE error
+        out[row] = np.mean([world_losses(w, [(s, m)], NAMES, 1, False, [5, unit])[3]
+                            for w, m in enumerate(mapset)], axis=0)
     return out
 
 
@@ -65,8 +65,8 @@ def main(argv=None):
     counts = {k: int(v) for k, v in (kv.split("=") for kv in a.seeds.split(","))}
     for source in a.sources.split(","):
         seeds = range(a.first_seed, a.first_seed + counts.get(source, 3))
-        b = np.stack(Parallel(n_jobs=a.jobs)(delayed(biases)(*sub, a.worlds)
-                                             for sub in MAKERS[source]([a.n], seeds)))
+        b = np.stack(Parallel(n_jobs=a.jobs)(delayed(biases)(u, *sub, a.worlds)
+                                             for u, sub in enumerate(MAKERS[source]([a.n], seeds))))
         se = b.std(axis=0, ddof=1) / np.sqrt(len(b))
         for r, what in enumerate(("truth", "oracle worlds", "chooser worlds")):
             print(f"| {source} ({len(b)}) | {what} | " + " | ".join(
