@@ -134,10 +134,11 @@ def fixed_errors(names, s, y, c):
     return ce, cm
 
 
-def one_subset(label, s, y, c, names, worlds):
-    """The chooser's and every fixed evaluator's errors on one subset."""
+def one_subset(unit, label, s, y, c, names, worlds):
+    """The chooser's and every fixed evaluator's errors on one subset; ``unit``
+    seeds the chooser, so that no two subsets share their worlds' draws."""
     t0 = time.process_time()
-    ch = choose_evaluator(s, y, mode="ovr", n_worlds=worlds, seed=0, interval=None,
+    ch = choose_evaluator(s, y, mode="ovr", n_worlds=worlds, seed=unit, interval=None,
                           progress=False)
     ce, cm = fixed_errors(names, s, y, c)
     true = float(np.mean(np.abs(s - c)))
@@ -175,8 +176,7 @@ def summary(source, rows, names, key):
         cross[~a] = fixed[~a, int(np.argmin(np.where(ok, fixed[a].mean(axis=0), np.inf)))]
     oracle = np.nanmin(fixed, axis=1)
     d = chooser[:, None] - fixed[:, ok]                                     # (S, E')
-    p = st.ttest_rel(chooser[:, None].repeat(d.shape[1], 1), fixed[:, ok], axis=0).pvalue
-    padj = holm(p)
+    padj = holm(st.ttest_1samp(d, 0.0, axis=0).pvalue)                  # paired t on d
     okn = [n for n, o in zip(names, ok) if o]
     worse = [n for j, n in enumerate(okn) if padj[j] < 0.05 and d[:, j].mean() < 0]
     better = [n for j, n in enumerate(okn) if padj[j] < 0.05 and d[:, j].mean() > 0]
@@ -246,7 +246,8 @@ def main(argv=None):
         subsets = MAKERS[source]([n], range(a.first_seed, a.first_seed + k))
         rows = []
         for r in Parallel(n_jobs=a.jobs, return_as="generator")(
-                delayed(one_subset)(*sub, names, a.worlds) for sub in subsets):
+                delayed(one_subset)(u, *sub, names, a.worlds)
+                for u, sub in enumerate(subsets)):
             rows.append(r)
             cpu += r["cpu"]
             picks.append(f"{r['label']}: ce -> {'+'.join(r['ensemble'])}, map -> {r['pick_map']}")

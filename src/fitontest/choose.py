@@ -39,7 +39,7 @@ constants were chosen on the truth benchmark's own subsets (mainly synthetic
 and procedural): an in-sample choice (docs/methods.md §14.3).
 
 Cost: ``n_worlds`` fits of every candidate (times 5 for ``"ranking"``), per
-task; 23 CPU-s at n = 10,000 for the default candidates and the interval
+task; 22 CPU-s at n = 10,000 for the default candidates and the interval
 (docs/methods.md §14.3); ``n_jobs`` spreads worlds over processes.
 """
 from __future__ import annotations
