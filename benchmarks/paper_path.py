@@ -1,0 +1,122 @@
+"""The paper-size network path, timed on one device: a ResNet-110 epoch and the rehearsal's export.
+
+What a GPU session measures before anything else (the numbers the cost
+tables in config/README.md extrapolate from):
+
+1. the 45,000 training images of ``config/rehearsal.yaml``'s split, generated;
+2. the first epochs of ``--paper-model`` (ResNet-110 by default) with its paper recipe,
+   through ``fitontest.vision.train.train_model`` exactly as the ``train`` rule
+   runs it (``max_epochs``), and the recipe's full length extrapolated from the last;
+3. the rehearsal's own network trained with its recipe, then its logits on the
+   5,000 validation and the 1,000,000 hold-out images exported as the
+   ``export_logits`` rule does (procedural generation + inference, in blocks).
+
+Prints wall and CPU seconds and images/s for each step.
+
+    python benchmarks/paper_path.py --device cuda
+    python benchmarks/paper_path.py --device cpu --n-train 512 --n-holdout 3000 \\
+        --paper-model resnet8 --paper-recipe small                                 # a smoke run
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+
+def _cpu() -> float:
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+class _Clock:
+    """Wall and CPU seconds of one step, printed as a row."""
+
+    def __init__(self, what: str, images: int):
+        self.what, self.images = what, images
+
+    def __enter__(self):
+        self.t0, self.c0 = time.perf_counter(), _cpu()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall, self.cpu = time.perf_counter() - self.t0, _cpu() - self.c0
+        if exc[0] is None:
+            print(f"{self.what:44s} {self.images:>9,d} {self.wall:9.1f} {self.cpu:9.1f} "
+                  f"{self.images / max(self.wall, 1e-9):10.0f}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--config", default="config/rehearsal.yaml")
+    ap.add_argument("--paper-model", default="resnet110", help="network of the timed paper epoch")
+    ap.add_argument("--paper-recipe", default=None, help="default: the recipe named like the model")
+    ap.add_argument("--paper-epochs", type=int, default=2, help="epochs of the paper model timed")
+    ap.add_argument("--n-train", type=int, default=None, help="default: the config's split")
+    ap.add_argument("--n-holdout", type=int, default=None, help="default: the config's split")
+    ap.add_argument("--export-jobs", type=int, default=1, help="export worker processes (CPU only)")
+    args = ap.parse_args()
+
+    import torch
+
+    from fitontest.core.runtime import resolve_device
+    from fitontest.data import sources, split
+    from fitontest.vision import train
+    from fitontest.vision.export import export_logits
+
+    config = yaml.safe_load(Path(args.config).read_text())
+    for key, val in (("n_train", args.n_train), ("n_holdout", args.n_holdout)):
+        if val is not None:
+            config["split"][key] = val
+    dev = resolve_device(args.device if args.device != "auto" else config["training"]["device"])
+    where = torch.cuda.get_device_name(dev) if dev.type == "cuda" else "CPU"
+    print(f"device {dev} ({where}); torch {torch.__version__}; {args.config}: split "
+          f"{config['split']['n_train']:,} / {config['split']['n_val']:,} / "
+          f"{config['split']['n_holdout']:,}")
+    print(f"{'step':44s} {'images':>9s} {'wall s':>9s} {'CPU s':>9s} {'images/s':>10s}")
+
+    source = sources.open_source(config)
+    parts = split.split_for_source(config, source)
+    with _Clock("generate the training images", len(parts["train"])):
+        X, y = source.load(parts["train"])
+
+    quiet = dict(device=dev, seed=config["training"]["seed"], num_classes=source.num_classes,
+                 log=lambda msg: None, progress=False)
+    paper = train.get_recipe(args.paper_recipe or args.paper_model)
+    with tempfile.TemporaryDirectory() as tmp:
+        k = args.paper_epochs
+        with _Clock(f"{args.paper_model}: epochs 1-{k} of {paper['epochs']} (paper recipe)",
+                    k * len(y)):
+            train.train_model(args.paper_model, X, y, recipe=paper, out_dir=Path(tmp) / "paper",
+                              max_epochs=k, **quiet)
+        with open(Path(tmp) / "paper" / "train_log.csv") as f:
+            rows = list(csv.DictReader(f))
+        for row in rows:
+            print(f"  epoch {row['epoch']}: {float(row['seconds']):.1f} s wall, "
+                  f"{float(row['cpu_seconds']):.1f} CPU-s, {len(y) / float(row['seconds']):.0f} images/s")
+        last = float(rows[-1]["seconds"])
+        print(f"  -> {paper['epochs']} epochs at epoch {rows[-1]['epoch']}'s pace ≈ "
+              f"{last * paper['epochs'] / 3600:.2f} h wall (epoch 1 also autotunes cuDNN)")
+
+        name, arch = next(iter(config["archs"].items()))
+        recipe = {**train.RECIPES[arch["recipe"]], **arch.get("overrides", {})}
+        with _Clock(f"{name}: {recipe['epochs']} epochs (the rehearsal's network)",
+                    recipe["epochs"] * len(y)):
+            model = train.train_model(arch["model"], X, y, recipe=recipe,
+                                      out_dir=Path(tmp) / name, **quiet)
+        del X, y
+        for part in ("val", "holdout"):
+            with _Clock(f"{name}: export {part} logits (generate + infer)", len(parts[part])):
+                export_logits(model, source, parts[part], Path(tmp) / f"{part}.npz", device=dev,
+                              batch_size=config["training"]["export_batch_size"],
+                              log=print, progress=False, n_jobs=args.export_jobs)
+
+
+if __name__ == "__main__":
+    main()
