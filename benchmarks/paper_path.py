@@ -55,11 +55,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="auto")
     ap.add_argument("--config", default="config/rehearsal.yaml")
-    ap.add_argument("--paper-model", default="resnet110", help="network of the timed paper epoch")
+    ap.add_argument("--paper-model", nargs="+", default=["resnet110"],
+                    help="networks whose first paper-recipe epochs are timed")
     ap.add_argument("--paper-recipe", default=None, help="default: the recipe named like the model")
     ap.add_argument("--paper-epochs", type=int, default=2, help="epochs of the paper model timed")
     ap.add_argument("--n-train", type=int, default=None, help="default: the config's split")
     ap.add_argument("--n-holdout", type=int, default=None, help="default: the config's split")
+    ap.add_argument("--no-rehearsal", action="store_true",
+                    help="time the paper networks only (no rehearsal network, no export)")
     ap.add_argument("--export-jobs", type=int, default=1, help="export worker processes (CPU only)")
     args = ap.parse_args()
 
@@ -88,21 +91,26 @@ def main() -> None:
 
     quiet = dict(device=dev, seed=config["training"]["seed"], num_classes=source.num_classes,
                  log=lambda msg: None, progress=False)
-    paper = train.get_recipe(args.paper_recipe or args.paper_model)
     with tempfile.TemporaryDirectory() as tmp:
-        k = args.paper_epochs
-        with _Clock(f"{args.paper_model}: epochs 1-{k} of {paper['epochs']} (paper recipe)",
-                    k * len(y)):
-            train.train_model(args.paper_model, X, y, recipe=paper, out_dir=Path(tmp) / "paper",
-                              max_epochs=k, **quiet)
-        with open(Path(tmp) / "paper" / "train_log.csv") as f:
-            rows = list(csv.DictReader(f))
-        for row in rows:
-            print(f"  epoch {row['epoch']}: {float(row['seconds']):.1f} s wall, "
-                  f"{float(row['cpu_seconds']):.1f} CPU-s, {len(y) / float(row['seconds']):.0f} images/s")
-        last = float(rows[-1]["seconds"])
-        print(f"  -> {paper['epochs']} epochs at epoch {rows[-1]['epoch']}'s pace ≈ "
-              f"{last * paper['epochs'] / 3600:.2f} h wall (epoch 1 also autotunes cuDNN)")
+        for model_name in args.paper_model:
+            paper = train.get_recipe(args.paper_recipe or model_name)
+            k = args.paper_epochs
+            with _Clock(f"{model_name}: epochs 1-{k} of {paper['epochs']} (paper recipe)",
+                        k * len(y)):
+                train.train_model(model_name, X, y, recipe=paper, out_dir=Path(tmp) / model_name,
+                                  max_epochs=k, **quiet)
+            with open(Path(tmp) / model_name / "train_log.csv") as f:
+                rows = list(csv.DictReader(f))
+            for row in rows:
+                print(f"  epoch {row['epoch']}: {float(row['seconds']):.1f} s wall, "
+                      f"{float(row['cpu_seconds']):.1f} CPU-s, "
+                      f"{len(y) / float(row['seconds']):.0f} images/s")
+            last = float(rows[-1]["seconds"])
+            print(f"  -> {paper['epochs']} epochs of batch {paper['batch_size']} at epoch "
+                  f"{rows[-1]['epoch']}'s pace ≈ {last * paper['epochs'] / 3600:.2f} h wall "
+                  "(epoch 1 also autotunes cuDNN)", flush=True)
+        if args.no_rehearsal:
+            return
 
         name, arch = next(iter(config["archs"].items()))
         recipe = {**train.RECIPES[arch["recipe"]], **arch.get("overrides", {})}
