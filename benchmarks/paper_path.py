@@ -4,7 +4,7 @@ What a GPU session measures before anything else (the numbers the cost
 tables in config/README.md extrapolate from):
 
 1. the 45,000 training images of ``config/rehearsal.yaml``'s split, generated;
-2. the first epochs of ``--paper-model`` (ResNet-110 by default) with its paper recipe,
+2. the first epochs of each ``--paper-model`` (ResNet-110 by default) with its paper recipe,
    through ``fitontest.vision.train.train_model`` exactly as the ``train`` rule
    runs it (``max_epochs``), and the recipe's full length extrapolated from the last;
 3. the rehearsal's own network trained with its recipe, then its logits on the
@@ -14,6 +14,7 @@ tables in config/README.md extrapolate from):
 Prints wall and CPU seconds and images/s for each step.
 
     python benchmarks/paper_path.py --device cuda
+    python benchmarks/paper_path.py --device cuda --paper-model densenet40 wrn32 --no-rehearsal
     python benchmarks/paper_path.py --device cpu --n-train 512 --n-holdout 3000 \\
         --paper-model resnet8 --paper-recipe small                                 # a smoke run
 """
@@ -97,9 +98,9 @@ def main() -> None:
             k = args.paper_epochs
             with _Clock(f"{model_name}: epochs 1-{k} of {paper['epochs']} (paper recipe)",
                         k * len(y)):
-                train.train_model(model_name, X, y, recipe=paper, out_dir=Path(tmp) / model_name,
+                train.train_model(model_name, X, y, recipe=paper, out_dir=Path(tmp) / f"paper-{model_name}",
                                   max_epochs=k, **quiet)
-            with open(Path(tmp) / model_name / "train_log.csv") as f:
+            with open(Path(tmp) / f"paper-{model_name}" / "train_log.csv") as f:
                 rows = list(csv.DictReader(f))
             for row in rows:
                 print(f"  epoch {row['epoch']}: {float(row['seconds']):.1f} s wall, "
