@@ -31,7 +31,8 @@ import yaml
 
 
 def _cpu() -> float:
-    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    me, kids = (resource.getrusage(resource.RUSAGE_SELF),
+                resource.getrusage(resource.RUSAGE_CHILDREN))
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
@@ -98,8 +99,8 @@ def main() -> None:
             k = args.paper_epochs
             with _Clock(f"{model_name}: epochs 1-{k} of {paper['epochs']} (paper recipe)",
                         k * len(y)):
-                train.train_model(model_name, X, y, recipe=paper, out_dir=Path(tmp) / f"paper-{model_name}",
-                                  max_epochs=k, **quiet)
+                train.train_model(model_name, X, y, recipe=paper, max_epochs=k,
+                                  out_dir=Path(tmp) / f"paper-{model_name}", **quiet)
             with open(Path(tmp) / f"paper-{model_name}" / "train_log.csv") as f:
                 rows = list(csv.DictReader(f))
             for row in rows:
