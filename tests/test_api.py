@@ -96,7 +96,7 @@ def test_smece_through_evaluate_equals_the_workflow_estimate():
     (np.ones((5, 3)) / 3, np.zeros(4, int), {}, "differ in length"),
     (np.ones((6, 3)) / 2, np.zeros(6, int), {}, "sum to 1"),
     (np.ones((6, 3)) / 3, np.array([0, 1, 2, 3, 0, 1]), {}, "range|0..2"),
-    (np.ones((2, 3, 3)) / 3, np.zeros(2, int), {}, "2-D"),
+    (np.ones((2, 3, 3)) / 3, np.zeros(2, int), {}, "shape"),
     (np.ones((6, 3)) / 3, np.zeros(6, int), {"mode": "top"}, "mode must be"),
     (np.ones((6, 3)) / 3, np.zeros(6, int), {"p": 3}, "p must be"),
     (np.ones((6, 3)) / 3, np.zeros(6, int), {"mode": "ovr"}, "needs classes"),

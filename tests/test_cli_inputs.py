@@ -49,21 +49,29 @@ def estimate_of(stdout: str, name: str = "ece_es15") -> float:
     return float(next(ln for ln in stdout.splitlines() if ln.startswith(name)).split()[4])
 
 
-def test_from_logits_on_probabilities_warns(data, tmp_path, capsys):
+def test_logits_declared_on_probabilities_stop(data, tmp_path, capsys):
     _, p, y = data
     np.savez(tmp_path / "p.npz", probs=p, labels=y)
-    out = ok(capsys, tmp_path / "p.npz", "--from-logits", "--evaluator", "ece_es15")
-    assert out.err.count("\n") == 1 and "warning" in out.err and "look like probabilities" in out.err
-    with pytest.warns(UserWarning, match="look like probabilities"):
+    for switch in (["--from-logits"], ["--kind", "logits"]):
+        line = fail(capsys, tmp_path / "p.npz", *switch, "--evaluator", "ece_es15")
+        assert "declared logits" in line and "--kind probabilities" in line
+    with pytest.raises(ValueError, match="declared logits.*from_logits=False"):
         fitontest.evaluate(p, y, evaluator="ece_es15", from_logits=True)
 
 
-def test_logits_given_as_probabilities_hint_from_logits(data, tmp_path, capsys):
-    z, _, y = data
+def test_logits_under_a_probability_name_are_read_by_their_rows(data, tmp_path, capsys):
+    z, p, y = data
     np.savez(tmp_path / "z.npz", probs=z, labels=y)
-    assert "--from-logits" in fail(capsys, tmp_path / "z.npz")
-    with pytest.raises(ValueError, match="from_logits=True"):
-        fitontest.evaluate(z, y)
+    out = ok(capsys, tmp_path / "z.npz", "--evaluator", "ece_es15")
+    assert "read 'probs' as logits (negative entries" in out.err     # the name did not decide
+    assert estimate_of(out.out) == pytest.approx(
+        fitontest.evaluate(p, y, evaluator="ece_es15").estimate, abs=1e-6)
+    assert fitontest.evaluate(z, y, evaluator="ece_es15").estimate == pytest.approx(
+        fitontest.evaluate(p, y, evaluator="ece_es15").estimate, abs=1e-12)
+    # declared probabilities: the rows contradict it, one line naming the switch
+    assert "--kind logits" in fail(capsys, tmp_path / "z.npz", "--kind", "probabilities")
+    with pytest.raises(ValueError, match="negative entry.*from_logits=True"):
+        fitontest.evaluate(z, y, from_logits=False)
 
 
 def test_truncated_npz(data, tmp_path, capsys):
@@ -121,9 +129,9 @@ def test_low_precision_probabilities_are_accepted(data, tmp_path, capsys, dtype,
         np.savez(tmp_path / "p16.npz", probs=low, labels=y)
         assert estimate_of(ok(capsys, tmp_path / "p16.npz", "--evaluator",
                               "ece_es15").out) == pytest.approx(got, abs=1e-6)
-    # float64 rows that far off 1 are still refused
-    with pytest.raises(ValueError, match="sum to 1"):
-        fitontest.evaluate(rows * 1.01, y)
+    # float64 rows that far off 1 are still refused: neither kind is safe
+    with pytest.raises(ValueError, match="cannot tell probabilities from logits.*from_logits"):
+        fitontest.evaluate(rows * 0.99, y)
 
 
 def test_upper_case_parquet(data, tmp_path, capsys):
@@ -219,8 +227,8 @@ def test_predictions_or_scores_holding_logits_are_read_as_logits(data, tmp_path,
     out = ok(capsys, tmp_path / "s.npz", "--evaluator", "ece_es15")
     assert estimate_of(out.out) == pytest.approx(
         fitontest.evaluate(p, y, evaluator="ece_es15").estimate, abs=1e-6)
-    assert ("read 'scores' as logits (its rows are not probabilities) and 'ground_truth' as "
-            "labels") in out.err
+    assert ("read 'scores' as logits (negative entries: probabilities never are) and "
+            "'ground_truth' as labels") in out.err
 
 
 def test_two_label_or_prediction_candidates_are_listed(data, tmp_path, capsys):

@@ -195,12 +195,13 @@ def test_auto_reads_probabilities_as_their_logs(tmp_path, layout):
     # said kinds: probabilities on probabilities is the same; logits on them stops
     np.testing.assert_array_equal(L.read_logits(tmp_path / f"p.{layout}", kind="probabilities")
                                   ["test"][0], got.data["test"][0])
-    with pytest.raises(ValueError, match=rf"p\.{layout}: logits.kind is 'logits' but every row "
-                                         r"is a probability vector.*set logits.kind: "
-                                         r"probabilities"):
+    with pytest.raises(ValueError, match=rf"p\.{layout}: declared logits \(logits.kind: "
+                                         r"logits\) but every row is a probability vector.*set "
+                                         r"logits.kind: probabilities"):
         L.read_logits(tmp_path / f"p.{layout}", kind="logits")
-    with pytest.raises(ValueError, match=rf"z\.{layout}: logits.kind is 'probabilities' but "
-                                         r"\w+ row \d+ has a negative entry"):
+    with pytest.raises(ValueError, match=rf"z\.{layout}: declared probabilities \(logits.kind: "
+                                         r"probabilities\) but \w+ row \d+ has a negative "
+                                         r"entry"):
         L.read_logits(tmp_path / f"z.{layout}", kind="probabilities")
 
 
@@ -216,8 +217,9 @@ def test_zero_probabilities_are_clipped_and_mixed_files_stop(tmp_path):
     # most rows probabilities, one not: neither guess is safe
     z[3] = [0.5, 0.6, 0.0, 0.0, 0.0]
     L.write_npz(tmp_path / "mixed.npz", d)
-    with pytest.raises(ValueError, match=r"mixed\.npz: 99 of 100 rows are probabilities.*test "
-                                         r"row 3 is not"):
+    with pytest.raises(ValueError, match=r"mixed\.npz: cannot tell probabilities from logits.*"
+                                         r"1 of \d+ rows do not sum to 1.*test row 3 is.*"
+                                         r"logits.kind: probabilities"):
         L.read_logits(tmp_path / "mixed.npz")
     # float16 probabilities: rows off 1 by their rounding still count
     h = _as_probs(_data(k=10), np.float16)

@@ -226,7 +226,7 @@ def test_real_data_workflow_on_generated_logits(tmp_path):
     # explicit logits on the probability file: one line naming it, no job run
     bad = {**cfg, "logits": {**cfg["logits"], "kind": "logits"}}
     out = run_snakemake(tmp_path, "--cores", "2", config=bad)
-    assert out.returncode != 0 and "net_b_p.npz: logits.kind is 'logits'" in out.stderr
+    assert out.returncode != 0 and "net_b_p.npz: declared logits (logits.kind: logits)" in out.stderr
     assert "set logits.kind: probabilities (or auto)" in out.stderr
     assert not (tmp_path / "results").exists() and not (tmp_path / "logs").exists()
 

@@ -34,10 +34,9 @@ import numpy as np
 
 from . import families
 
+from .core.predictions import to_numpy
+
 MODES = ("confidence", "classwise", "ovr")
-#: machine epsilon of the float dtypes probabilities arrive in (bfloat16 is
-#: torch's / ml_dtypes'; numpy has no bfloat16 of its own)
-_EPS = {"bfloat16": 2.0 ** -7, "float16": 2.0 ** -10, "float32": 2.0 ** -23}
 
 
 @dataclass
@@ -121,64 +120,40 @@ class EvaluationResult:
 
 
 # ---------------------------------------------------------------------- inputs
-def to_numpy(x: Any, name: str) -> np.ndarray:
-    """numpy view of an array, a pandas object or a torch tensor (any device)."""
-    if type(x).__module__.split(".")[0] == "torch" and hasattr(x, "detach"):
-        x = x.detach().cpu()
-        if str(x.dtype) == "torch.bfloat16":      # numpy has no bfloat16
-            x = x.float()
-        return x.numpy()
-    if hasattr(x, "to_numpy"):                     # pandas DataFrame / Series
-        return x.to_numpy()
-    arr = np.asarray(x)
-    if arr.dtype == object:
-        raise ValueError(f"{name} must be a numeric array, got dtype object")
-    return arr
-
-
-def _row_sum_tolerance(x: Any, n_classes: int) -> float:
-    """How far from 1 a row of ``x`` may sum: the workflow's 1e-4, widened for
-    low-precision inputs to the rounding of ``n_classes`` entries (float16:
-    about 1e-3 per entry, bfloat16 about 8e-3)."""
-    from .study.tasks import ROW_SUM_ATOL
-
-    name = str(getattr(x, "dtype", "")).removeprefix("torch.")
-    return max(ROW_SUM_ATOL, n_classes * _EPS.get(name, 0.0))
-
-
-def _looks_like_probs(a: np.ndarray, atol: float) -> bool:
-    if not np.isfinite(a).all() or a.min(initial=0.0) < 0 or a.max(initial=0.0) > 1:
-        return False
-    return a.ndim == 1 or bool(np.all(np.abs(a.sum(axis=1) - 1.0) <= atol))
-
-
-def class_probabilities(probs_or_logits: Any, from_logits: bool = False) -> np.ndarray:
+def class_probabilities(probs_or_logits: Any, from_logits: bool | None = None) -> np.ndarray:
     """(n, K) float64 class probabilities of K-class predictions, checked.
+
+    What the array holds is decided by :func:`fitontest.core.predictions.read`
+    (docs/methods.md §1.1), the one rule every entry point shares.
 
     Parameters
     ----------
     probs_or_logits : array-like of shape (n, K) or (n,)
-        Probabilities (rows summing to 1) or, with ``from_logits``, logits.
-        A 1-D array is a binary model's P(class 1) (or its logit). numpy,
-        pandas and torch inputs are accepted; float16 / bfloat16 rows may be
-        off 1 by the rounding of their dtype and are renormalised in float64.
-    from_logits : bool, default False
-        Apply a softmax (a sigmoid to a 1-D array) first.
+        Probabilities or logits (log-probabilities included). A 1-D array is a
+        binary model's P(class 1) (or its logit). numpy, pandas and torch
+        inputs are accepted, in any float dtype.
+    from_logits : bool or None, default None
+        None: the rows decide -- a negative entry makes them logits, rows in
+        [0, 1] summing to 1 within what their storage can lose (rounding to d
+        decimals, float16, bfloat16) probabilities, renormalised; other
+        non-negative arrays are an error naming this switch. True: logits (a
+        softmax, a sigmoid for 1-D); False: probabilities (renormalised).
 
     Returns
     -------
-    numpy.ndarray of shape (n, K), float64
+    numpy.ndarray of shape (n, K), float64, rows summing to 1
 
     Raises
     ------
     ValueError
-        Rows that are not probabilities (the message says whether they look
-        like logits), NaN or infinity, a wrong shape.
+        Rows the rule cannot settle, a declared kind the rows contradict, NaN
+        or infinity, a wrong shape.
 
     Warns
     -----
     UserWarning
-        ``from_logits=True`` on values that already look like probabilities.
+        Rows renormalised by more than 1e-4 (said once, with the largest
+        deviation); logits declared for 1-D values that all lie in [0, 1].
 
     Examples
     --------
@@ -188,45 +163,18 @@ def class_probabilities(probs_or_logits: Any, from_logits: bool = False) -> np.n
            [0.1, 0.9]])
     >>> class_probabilities([[0.0, 0.0]], from_logits=True)
     array([[0.5, 0.5]])
+    >>> class_probabilities([[-0.7, -0.7]])          # log-probabilities: the rows decide
+    array([[0.5, 0.5]])
     """
-    from .multiclass.base import check_logits, softmax
-    from .study import tasks
+    from .core import predictions
 
-    a = to_numpy(probs_or_logits, "logits" if from_logits else "probs")
-    if a.dtype == object or a.dtype == bool or not np.issubdtype(a.dtype, np.number):
-        what = "logits" if from_logits else "probs"
-        raise ValueError(f"{what} must be a real numeric array, got dtype {a.dtype}")
-    k = 2 if a.ndim == 1 else (a.shape[1] if a.ndim == 2 else 0)
-    atol = _row_sum_tolerance(probs_or_logits, k)
-    a = a.astype(np.float64)
-    if from_logits and a.size and _looks_like_probs(a, atol):
-        warnings.warn("from_logits=True (--from-logits) but the values look like "
-                      "probabilities (in [0, 1]" + ("" if a.ndim == 1 else ", rows summing "
-                      "to 1") + "); the CE of their softmax is not the model's: drop "
-                      "from_logits unless these really are logits", UserWarning, stacklevel=2)
-    if a.ndim == 1:
-        if from_logits:
-            from .core.validation import sigmoid
-            a = sigmoid(a)
-        elif np.isfinite(a).all() and ((a < 0) | (a > 1)).any():
-            raise ValueError("a 1-D probs array holds a binary model's P(class 1) and must lie "
-                             "in [0, 1]; for logits pass from_logits=True (--from-logits)")
-        return tasks.check_probs(np.column_stack([1.0 - a, a]))
-    if from_logits:
-        return softmax(check_logits(a))
-    if a.ndim == 2 and a.size and np.isfinite(a).all():
-        sums = a.sum(axis=1)
-        if (a < 0).any() or np.any(np.abs(sums - 1.0) > atol):
-            bad = int(np.flatnonzero((a < 0).any(axis=1) | (np.abs(sums - 1.0) > atol))[0])
-            hint = ("they look like logits: pass from_logits=True (--from-logits)"
-                    if (a < 0).any() or (a > 1).any() else
-                    "pass probabilities (a softmax output), or logits with from_logits=True")
-            row = np.array2string(a[bad], precision=4, threshold=6)
-            raise ValueError(f"probs rows must be non-negative and sum to 1 (tolerance "
-                             f"{atol:.2g}); row {bad} is {row} (sum {sums[bad]:.6g}): {hint}")
-        if atol > tasks.ROW_SUM_ATOL:   # float16 / bfloat16: remove the rounding
-            a = a / sums[:, None]
-    return tasks.check_probs(a)
+    where = "logits" if from_logits else "probs" if from_logits is False else "probs_or_logits"
+    reading = predictions.read(probs_or_logits, predictions.kind_from_logits(from_logits),
+                               where=where, switch=predictions.API)
+    note = reading.note()
+    if note:
+        warnings.warn(note, UserWarning, stacklevel=2)
+    return reading.probs
 
 
 def _family(evaluator):
@@ -321,8 +269,8 @@ def _classes(mode: str, classes, n_classes: int) -> list[int]:
 
 
 def binary_tasks(probs_or_logits: Any, labels: Any, mode: str = "confidence",
-                 classes: Sequence[int] | int | None = None, from_logits: bool = False
-                 ) -> tuple[tuple[int, int], dict[int | None, tuple[np.ndarray, np.ndarray]]]:
+                 classes: Sequence[int] | int | None = None,
+                 from_logits: bool | None = None) -> tuple[tuple[int, int], dict[int | None, tuple[np.ndarray, np.ndarray]]]:
     """((n, K), tasks): the binary tasks of :func:`evaluate`, checked as it checks
     them -- ``{None: (scores, labels)}`` of the top-label task for
     ``mode="confidence"``, else ``{class: (p_class, 1[label == class])}``."""
@@ -344,7 +292,7 @@ def binary_tasks(probs_or_logits: Any, labels: Any, mode: str = "confidence",
 def evaluate(probs_or_logits: Any, labels: Any, evaluator: Any = "ece_es_cv",
              mode: Literal["confidence", "classwise", "ovr"] = "confidence",
              classes: Sequence[int] | int | None = None, p: int | str = 1,
-             from_logits: bool = False, interval: float | None = None,
+             from_logits: bool | None = None, interval: float | None = None,
              test: str | None = "kuiper") -> EvaluationResult:
     """Estimate the calibration error (CE) of a model's K-class predictions.
 
@@ -356,10 +304,11 @@ def evaluate(probs_or_logits: Any, labels: Any, evaluator: Any = "ece_es_cv",
     Parameters
     ----------
     probs_or_logits : array-like of shape (n, K) or (n,)
-        Class probabilities (rows summing to 1; float16 and bfloat16 rows may
-        miss 1 by their rounding) or, with ``from_logits``, logits. A 1-D
-        array is a binary model's P(class 1). numpy arrays, pandas objects
-        and torch tensors (any device) are accepted.
+        Class probabilities or logits (log-probabilities included); rows
+        rounded to d >= 2 decimals or stored in float16 / bfloat16 are
+        recognised and renormalised. A 1-D array is a binary model's
+        P(class 1). numpy arrays, pandas objects and torch tensors (any
+        device) are accepted.
     labels : array-like of shape (n,)
         True classes, integers in 0..K-1.
     evaluator : str or family instance, default "ece_es_cv"
@@ -376,9 +325,12 @@ def evaluate(probs_or_logits: Any, labels: Any, evaluator: Any = "ece_es_cv",
         The CE's norm: absolute (1), squared (2) or the maximum CE
         (``"max"``, binning families and families with a
         ``max_calibration_error`` method).
-    from_logits : bool, default False
-        The predictions are logits: a softmax (a sigmoid for 1-D) is applied.
-        A warning is issued when they look like probabilities.
+    from_logits : bool or None, default None
+        None: the rows decide what the array holds (a negative entry: logits;
+        rows in [0, 1] summing to 1 within their storage's rounding:
+        probabilities; anything else is an error naming this switch;
+        docs/methods.md §1.1). True: logits (a softmax, a sigmoid for 1-D);
+        False: probabilities. A declared kind the rows contradict is an error.
     interval : float, optional
         Level (e.g. 0.9) of a bootstrap interval of the CE
         (:func:`fitontest.metrics.ce_interval`), for p = 1 or 2.
@@ -397,8 +349,9 @@ def evaluate(probs_or_logits: Any, labels: Any, evaluator: Any = "ece_es_cv",
     Raises
     ------
     ValueError
-        Bad input, named: probabilities that are not (with a hint when they
-        look like logits), labels out of range, an unknown evaluator (with
+        Bad input, named: predictions whose rows cannot tell probabilities
+        from logits (naming ``from_logits``), a declared kind the rows
+        contradict, labels out of range, an unknown evaluator (with
         the close names, or the registry that has the name), a bad mode, p or
         classes.
     fitontest.core.extras.MissingExtraError

@@ -529,8 +529,13 @@ def _validity(method: str) -> bool | None:
 
 
 def reliability_band(scores, labels, level: float = 0.9, method: str = "auto", *,
-                     grid=None, **options) -> ReliabilityBand:
+                     grid=None, from_logits: bool | None = False, **options) -> ReliabilityBand:
     """Confidence band for the calibration map of (scores, labels).
+
+    ``scores``: P(y = 1) of a binary task, read by the rule every entry point
+    shares (:func:`fitontest.core.predictions.read`; docs/methods.md §1.1):
+    ``from_logits=True`` takes logits (a sigmoid first), None lets the values
+    decide (a negative one: logits).
 
     ``grid``: where the band is given (an array of scores, or a number of
     points between the smallest and largest score; default 201 such points,
@@ -545,7 +550,13 @@ def reliability_band(scores, labels, level: float = 0.9, method: str = "auto", *
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise ValueError(f"unknown option(s) {unknown}; reliability_band takes {OPTIONS}")
-    s, y = check_binary(scores, labels, need_both_classes=False)
+    from .core import predictions
+
+    raw = predictions.to_numpy(scores, "scores")
+    if raw.ndim != 1:
+        raise ValueError(f"scores must be 1-D (P(y = 1) of a binary task), got shape {raw.shape}")
+    s = predictions.read(raw, predictions.kind_from_logits(from_logits), where="scores").probs[:, 1]
+    s, y = check_binary(s, labels, need_both_classes=False)
     if method == "auto":
         method = AUTO if s.size >= WORLD_MIN_POINTS else AUTO_SMALL
     g = _check_grid(grid, s, method)

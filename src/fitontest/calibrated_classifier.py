@@ -116,8 +116,12 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
             raise ValueError(f"{type(self.estimator).__name__} has no predict_proba")
 
     def _probs(self, X) -> np.ndarray:
-        p = np.asarray(self.estimator.predict_proba(X), dtype=np.float64)
-        return np.clip(p, 0.0, 1.0)
+        from .core import predictions
+
+        # probabilities by the classifier's contract, checked (and rounding
+        # renormalised) by the rule every entry point shares
+        return predictions.read(self.estimator.predict_proba(X), "probabilities",
+                                where=f"{type(self.estimator).__name__}.predict_proba(X)").probs
 
     def _logits(self, X, probs: np.ndarray) -> np.ndarray:
         k = probs.shape[1]

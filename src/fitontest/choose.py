@@ -319,7 +319,7 @@ def _check(criterion, p, n_worlds, level) -> None:
 
 def choose_evaluator(probs_or_logits: Any, labels: Any, *, criterion: str = "ce",
                      mode: str = "confidence", classes: Sequence[int] | int | None = None,
-                     p: int = 1, from_logits: bool = False,
+                     p: int = 1, from_logits: bool | None = None,
                      candidates: Sequence[str] | None = None, with_pl: bool = False,
                      n_worlds: int = 40, seed: int = 0, interval: float | None = 0.9,
                      alpha: float = 0.05, debias: bool = True, n_jobs: int = 1,

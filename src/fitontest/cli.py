@@ -82,19 +82,17 @@ def check_plot_path(path) -> Path:
     return path
 
 
-def _plot(pred, y, from_logits: bool, results, mode: str, path: Path) -> None:
-    from .api import class_probabilities, to_numpy
+def _plot(probs, y, results, mode: str, path: Path) -> None:
     from .core.io import atomic_path
     from .report.figures.smooth import smooth_reliability_diagram
     from .study import tasks
 
-    probs = class_probabilities(pred, from_logits)
     if mode == "confidence" or not results[0].per_class:
-        s, yb = tasks.confidence(probs, to_numpy(y, "labels"))
+        s, yb = tasks.confidence(probs, y)
         title = "confidence (top label)"
     else:
         k = next(iter(results[0].per_class))
-        s, yb = tasks.one_vs_rest(probs, to_numpy(y, "labels"), k)
+        s, yb = tasks.one_vs_rest(probs, y, k)
         title = f"class {k} vs rest"
     ax = smooth_reliability_diagram(s, yb, title=title, band=0.9)   # the map's 90 % band
     try:
@@ -121,21 +119,22 @@ def cmd_evaluate(args) -> int:
         except KeyError as err:
             raise ValueError(f"--evaluator {name}: {err} (evaluators are the calibration-map "
                              "families: `fitontest families` lists them)") from None
-    pred, y, is_logits = read_predictions(args.pred, args.labels, args.labels_key, args.key,
-                                          say=lambda line: print(f"fitontest evaluate: {line}",
-                                                                 file=sys.stderr))
-    from_logits = args.from_logits or is_logits
+    reading, y = read_predictions(args.pred, args.labels, args.labels_key, args.key, args.kind,
+                                  say=lambda line: print(f"fitontest evaluate: {line}",
+                                                         file=sys.stderr))
+    probs = reading.probs           # decided once (and said) above; declared from here on
     p = "max" if args.p == "max" else int(args.p)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if AUTO in names:
-            names = _auto(names, pred, y, from_logits, args.mode, args.classes, p, args.json)
-        results = [evaluate(pred, y, evaluator=name, mode=args.mode, classes=args.classes, p=p,
-                            from_logits=from_logits, interval=args.interval,
+            names = _auto(names, probs, y, args.mode, args.classes, p, args.json)
+        results = [evaluate(probs, y, evaluator=name, mode=args.mode, classes=args.classes, p=p,
+                            from_logits=False, interval=args.interval,
                             test=None if args.test == "none" else args.test)
                    for name in names]
         if plot:
-            _plot(pred, y, from_logits, results, args.mode, plot)
+            from .api import to_numpy
+            _plot(probs, to_numpy(y, "labels"), results, args.mode, plot)
     for message in dict.fromkeys(str(w.message).splitlines()[0] for w in caught):
         print(f"fitontest evaluate: warning: {message}", file=sys.stderr)
     if args.json:
@@ -152,15 +151,15 @@ def cmd_evaluate(args) -> int:
 AUTO = "auto"
 
 
-def _auto(names, pred, y, from_logits, mode, classes, p, to_stderr) -> list[str]:
+def _auto(names, probs, y, mode, classes, p, to_stderr) -> list[str]:
     """``names`` with ``auto`` replaced by the chooser's pick (default settings,
     criterion ce); prints the one line saying which and why."""
     from .choose import choose_evaluator
 
     if p == "max":
         raise ValueError("--evaluator auto chooses for p = 1 or 2, not max")
-    choice = choose_evaluator(pred, y, mode=mode, classes=classes, p=p,
-                              from_logits=from_logits, interval=None)
+    choice = choose_evaluator(probs, y, mode=mode, classes=classes, p=p,
+                              from_logits=False, interval=None)
     print(choice.reason(), file=sys.stderr if to_stderr else sys.stdout, flush=True)
     return list(dict.fromkeys(choice.evaluator if n == AUTO else n for n in names))
 
@@ -168,10 +167,11 @@ def _auto(names, pred, y, from_logits, mode, classes, p, to_stderr) -> list[str]
 def cmd_choose(args) -> int:
     from .choose import choose_evaluator
 
-    pred, y, is_logits = read_predictions(args.pred, args.labels, args.labels_key, args.key)
-    choice = choose_evaluator(pred, y, criterion=args.criterion, mode=args.mode,
-                              classes=args.classes, p=int(args.p),
-                              from_logits=args.from_logits or is_logits,
+    reading, y = read_predictions(args.pred, args.labels, args.labels_key, args.key, args.kind,
+                                  say=lambda line: print(f"fitontest choose: {line}",
+                                                         file=sys.stderr))
+    choice = choose_evaluator(reading.probs, y, criterion=args.criterion, mode=args.mode,
+                              classes=args.classes, p=int(args.p), from_logits=False,
                               candidates=args.candidate, with_pl=args.with_pl,
                               n_worlds=args.worlds, seed=args.seed,
                               interval=args.interval or None, n_jobs=args.jobs)

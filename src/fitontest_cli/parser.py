@@ -13,6 +13,18 @@ import argparse
 import sys
 
 
+def add_kind(parser: argparse.ArgumentParser) -> None:
+    """--kind and its older spelling --from-logits (= --kind logits)."""
+    parser.add_argument("--kind", choices=["auto", "probabilities", "logits"], default=None,
+                        help="what PRED holds: auto (default) lets the rows decide (a negative "
+                        "entry: logits; rows in [0, 1] summing to 1 within their rounding: "
+                        "probabilities); probabilities (rows renormalised) or logits (a "
+                        "softmax, a sigmoid for one column) declare it; rows that contradict "
+                        "the declared kind are an error")
+    parser.add_argument("--from-logits", action="store_true",
+                        help="the same as --kind logits")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every subcommand (also rendered in the API reference)."""
     parser = argparse.ArgumentParser(
@@ -31,16 +43,18 @@ def build_parser() -> argparse.ArgumentParser:
         "fitontest.evaluate.\n\nPRED formats:\n"
         "  .npz      keys probs | probabilities | predictions | logits | scores (or --key)\n"
         "            and labels | label | y | y_true | target | targets | ground_truth (or\n"
-        "            --labels-key), in any case; two candidates are an error. 'logits'\n"
-        "            implies --from-logits; 'predictions' / 'scores' are logits unless\n"
-        "            their rows are probabilities (a guessed name is said on stderr)\n"
+        "            --labels-key), in any case; two candidates are an error (a guessed\n"
+        "            name is said on stderr)\n"
         "  .npy      an n x K array (or n values: a binary model's P(class 1)); labels\n"
         "            from --labels\n"
         "  .csv / .parquet\n"
         "            one column per class (one column: P(class 1)) and a label column\n"
         "            named as in .npz (or --labels-key); columns named id, index, idx,\n"
         "            sample, sample_id, image, image_id are ignored\n\n"
-        "float16 / bfloat16 probabilities are accepted (rows may miss 1 by their rounding).\n"
+        "Probabilities or logits: the rows decide, never the name. A negative entry makes\n"
+        "them logits; rows in [0, 1] summing to 1 within what their storage loses (rounding\n"
+        "to d decimals, float16, bfloat16) are probabilities, renormalised; any other\n"
+        "non-negative array is an error until --kind says which.\n"
         "Bad input: one line on stderr, exit status 2, nothing written.")
     ev.add_argument("pred", metavar="PRED", help="predictions: .npz, .npy, .csv or .parquet "
                     "(formats above)")
@@ -65,8 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--p", choices=["1", "2", "max"], default="1",
                     help="the CE's norm: 1 (absolute, default), 2 (squared) or max (the "
                     "maximum CE; binning families only)")
-    ev.add_argument("--from-logits", action="store_true",
-                    help="PRED holds logits: apply a softmax (a sigmoid to one column) first")
+    add_kind(ev)
     ev.add_argument("--interval", type=float, metavar="LEVEL",
                     help="add a bootstrap interval at this level (e.g. 0.9)")
     ev.add_argument("--test", choices=["kuiper", "ks", "tcal", "consistency", "none"],
@@ -97,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     ch.add_argument("--classes", type=int, nargs="+", metavar="K",
                     help="class indices for --mode classwise / ovr")
     ch.add_argument("--p", choices=["1", "2"], default="1", help="the CE's norm (default 1)")
-    ch.add_argument("--from-logits", action="store_true", help="PRED holds logits")
+    add_kind(ch)
     ch.add_argument("--criterion", choices=["ce", "map", "ranking"], default="ce",
                     help="what the recommendation minimises: ce = the absolute error of the "
                     "CE estimate (default), map = CMEE (the map's error), ranking = 1 - Spearman across "
@@ -166,6 +179,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     if "--" in argv:                       # fitontest bench ... -- SNAKEMAKE ARGS
         cut = argv.index("--")
         argv, extra = argv[:cut], argv[cut + 1:]
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     args.snakemake_args = extra
+    if getattr(args, "from_logits", False):
+        if args.kind not in (None, "logits"):
+            parser.error(f"--from-logits contradicts --kind {args.kind}")
+        args.kind = "logits"
+    if hasattr(args, "kind") and args.kind is None:
+        args.kind = "auto"
     return args

@@ -11,10 +11,9 @@ named on the command line is looked for among :data:`PRED_KEYS` and a label
 array among :data:`LABEL_KEYS` (any case). One match is used (and said);
 two matches are an error that lists both, never a silent pick.
 
-Probabilities or logits: rows that are non-negative and sum to 1 within
-:func:`row_sum_tolerance` of their dtype are probabilities
-(:func:`looks_like_probabilities`); :func:`log_probabilities` turns them into
-logits whose softmax gives them back.
+Probabilities or logits: never by the array's name; the rows decide, or the
+``kind`` the user declares (:func:`fitontest.core.predictions.read`, the rule
+every entry point shares).
 """
 from __future__ import annotations
 
@@ -26,68 +25,14 @@ import numpy as np
 LABEL_KEYS = ("labels", "label", "y", "y_true", "target", "targets", "ground_truth")
 #: names a prediction array goes by (probabilities or logits; matched in any case)
 PRED_KEYS = ("probs", "probabilities", "predictions", "logits", "scores")
-#: prediction names that say what the array holds; the others ("predictions",
-#: "scores") are probabilities when their rows are (:func:`looks_like_probabilities`)
-#: and logits otherwise
-PROB_NAMES, LOGIT_NAMES = ("probs", "probabilities"), ("logits",)
 #: the names the CLI documented first: reading them is not worth a line on stderr
 _PLAIN = {"probs", "logits", "labels"}
-#: how far from 1 a probability row may sum at least (the workflow's
-#: fitontest.study.tasks.ROW_SUM_ATOL), widened for low-precision dtypes
-ROW_SUM_ATOL = 1e-4
-#: machine epsilon of the float dtypes probabilities arrive in (bfloat16 is
-#: torch's / ml_dtypes'; numpy has none of its own)
-_EPS = {"bfloat16": 2.0 ** -7, "float16": 2.0 ** -10, "float32": 2.0 ** -23}
-#: a zero probability's stand-in before the log: float32's smallest normal
-#: number (log = -87.3), as the workflow stores logits in float32
-PROB_FLOOR = float(np.finfo(np.float32).tiny)
 #: table columns that are neither predictions nor labels (dropped)
 ID_COLUMNS = ("id", "ids", "index", "idx", "sample", "sample_id", "image", "image_id",
               "unnamed: 0")
 FORMATS = ".npz, .npy, .csv or .parquet"
-
-
-def row_sum_tolerance(dtype, n_classes: int) -> float:
-    """How far from 1 a row of ``n_classes`` entries of ``dtype`` may sum:
-    :data:`ROW_SUM_ATOL`, or the rounding of ``n_classes`` entries of a
-    low-precision dtype where that is wider (float16: about 1e-3 per entry)."""
-    name = str(dtype).removeprefix("torch.")
-    return max(ROW_SUM_ATOL, n_classes * _EPS.get(name, 0.0))
-
-
-def probability_rows(a) -> np.ndarray:
-    """Per row of an (n, K) array: is it non-negative, finite and summing to 1
-    within :func:`row_sum_tolerance` of its dtype? A 1-D array (a binary
-    model's P(class 1)) counts as probabilities where it lies in [0, 1]."""
-    a = np.asarray(a)
-    x = a.astype(np.float64)
-    if x.ndim == 1:
-        return np.isfinite(x) & (x >= 0) & (x <= 1)
-    atol = row_sum_tolerance(a.dtype, x.shape[1])
-    ok = np.isfinite(x).all(axis=1) & (x >= 0).all(axis=1)
-    return ok & (np.abs(x.sum(axis=1) - 1.0) <= atol)
-
-
-def looks_like_probabilities(a) -> bool:
-    """True when every row of ``a`` is a probability vector (:func:`probability_rows`).
-
-    >>> looks_like_probabilities([[0.2, 0.8], [1.0, 0.0]]), looks_like_probabilities([[2.0, -1.0]])
-    (True, False)
-    """
-    rows = probability_rows(a)
-    return bool(rows.size) and bool(rows.all())
-
-
-def log_probabilities(p) -> np.ndarray:
-    """float64 logits of probability rows: ``log(max(p, PROB_FLOOR))``.
-
-    Their softmax is ``p`` renormalised (exactly ``p`` for rows summing to 1);
-    a zero becomes :data:`PROB_FLOOR` (log -87.3), not minus infinity.
-
-    >>> log_probabilities([[0.5, 0.5, 0.0]]).round(2)
-    array([[ -0.69,  -0.69, -87.34]])
-    """
-    return np.log(np.maximum(np.asarray(p, dtype=np.float64), PROB_FLOOR))
+#: the suffixes read as tables (one column per class and a label column)
+TABLES = (".csv", ".parquet")
 
 
 def guess_name(names, candidates, what: str, where: str, choose: str) -> str | None:
@@ -162,27 +107,48 @@ def _table_predictions(frame, label_col, path: Path):
     return arr[:, 0] if arr.shape[1] == 1 else arr
 
 
-def _is_logits(name: str, pred) -> bool:
-    """Whether the prediction array ``name`` holds logits: by its name where
-    that says (probs, probabilities / logits), else by its rows."""
-    if name.lower() in LOGIT_NAMES:
-        return True
-    if name.lower() in PROB_NAMES:
-        return False
-    return not looks_like_probabilities(pred)
+def _reason(reading) -> str:
+    """Why the rows settled the kind, for the line that says so."""
+    if reading.by == "declared":
+        return " (declared)"
+    return (" (negative entries: probabilities never are)" if reading.kind == "logits" else
+            " (every row non-negative and summing to 1)")
 
 
-def read_predictions(path, labels=None, labels_key=None, key=None, say=None):
-    """(predictions, labels, is_logits) from .npz / .npy / .csv / .parquet (see --help).
+def read_table(path, labels_key=None, need_labels: bool = True, choose: str = "--labels-key"):
+    """(predictions, labels or None, label column) of a .csv / .parquet table:
+    one column per class (one column: P(class 1)), the label column named
+    ``labels_key`` or one of :data:`LABEL_KEYS`, id columns dropped. ``choose``
+    names the switch that picks the label column (in errors)."""
+    path = Path(path)
+    frame = _read_table(path)
+    lk = labels_key or guess_name(frame.columns, LABEL_KEYS, "labels", path.name, choose)
+    y = None
+    if need_labels:
+        if lk is None or lk not in frame.columns:
+            raise ValueError(f"{path.name}: no label column; name it with {choose} "
+                             f"(columns: {list(frame.columns)})")
+        y = frame[lk].to_numpy()
+    return _table_predictions(frame, lk, path), y, lk
 
-    Array names not given are guessed (module doc); ``say`` (a callable
-    taking one line) hears which names were read where the guess went beyond
-    ``probs`` / ``logits`` and ``labels``."""
+
+def read_predictions(path, labels=None, labels_key=None, key=None, kind: str = "auto",
+                     say=None):
+    """(:class:`~fitontest.core.predictions.Reading`, labels) of .npz / .npy /
+    .csv / .parquet (see --help).
+
+    Array names not given are guessed (module doc); what the predictions hold
+    is decided by their rows, or by ``kind`` (``--kind``), never by the name.
+    ``say`` (a callable taking one line) hears one line when there is something
+    to say: names guessed beyond ``probs`` / ``logits`` and ``labels``, a kind
+    the name does not suggest, rows renormalised."""
+    from . import predictions
+
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"prediction file {str(path)!r} does not exist")
     suffix = path.suffix.lower()
-    y, is_logits = None, False
+    y, pred_key, lk = None, None, None
     if suffix == ".npz":
         d = _load_numpy(path, "predictions")
         if not isinstance(d, dict):
@@ -198,7 +164,6 @@ def read_predictions(path, labels=None, labels_key=None, key=None, say=None):
         if pred_key not in d:
             raise ValueError(f"{path.name} has no key {pred_key!r} (keys: {keys})")
         pred = d[pred_key]
-        lk = labels_key
         if labels is None:
             lk = labels_key or guess_name(keys, LABEL_KEYS, "labels", path.name, "--labels-key")
             if lk is None or lk not in d:
@@ -206,40 +171,40 @@ def read_predictions(path, labels=None, labels_key=None, key=None, say=None):
                                  f"--labels-key KEY (keys: {keys}; recognised: "
                                  f"{', '.join(LABEL_KEYS)})")
             y = d[lk]
-        if key is not None:                 # named by the user: its name alone decides
-            is_logits = key.lower() in LOGIT_NAMES
-        else:
-            is_logits = _is_logits(pred_key, pred)
-        if key is None and not (pred_key in _PLAIN and (lk is None or lk in _PLAIN)):
-            kind = "logits" if is_logits else "probabilities"
-            why = ("" if pred_key.lower() in PROB_NAMES + LOGIT_NAMES else
-                   " (its rows are not probabilities)" if is_logits else
-                   " (its rows are probabilities)")
-            labelled = f" and {lk!r} as labels" if lk is not None and labels_key is None else ""
-            if say is not None:
-                say(f"read {pred_key!r} as {kind}{why}{labelled} "
-                    "(--key / --labels-key choose others)")
     elif suffix == ".npy":
         pred = _load_numpy(path, "predictions")
         if isinstance(pred, dict):
             raise ValueError(f"{path.name} is an .npz archive: name it .npz")
-    elif suffix in (".csv", ".parquet"):
-        frame = _read_table(path)
-        lk = labels_key or guess_name(frame.columns, LABEL_KEYS, "labels", path.name,
-                                      "--labels-key")
-        if labels is None:
-            if lk is None or lk not in frame.columns:
-                raise ValueError(f"{path.name}: no label column; pass --labels FILE or "
-                                 f"--labels-key COLUMN (columns: {list(frame.columns)})")
-            y = frame[lk].to_numpy()
-        pred = _table_predictions(frame, lk, path)
+    elif suffix in TABLES:
+        pred, y, lk = read_table(path, labels_key, need_labels=labels is None)
     else:
         raise ValueError(f"unsupported prediction file type {suffix!r}: use {FORMATS}")
     if labels is not None:
         y = read_labels(labels, labels_key)
     if y is None:
         raise ValueError(f"{path.name} holds no labels: pass --labels FILE")
-    return pred, y, is_logits
+    where = f"{path.name} ({pred_key!r})" if pred_key else path.name
+    reading = predictions.read(pred, kind, where=where, switch=predictions.CLI)
+    if say is not None:
+        parts = []
+        named = pred_key is not None and pred_key.lower() in ("probs", "probabilities",
+                                                              "logits")
+        suggests = None if not named else "logits" if pred_key.lower() == "logits" \
+            else "probabilities"
+        guessed = key is None and pred_key is not None and (
+            pred_key not in _PLAIN or (labels_key is None and lk is not None
+                                       and lk not in _PLAIN))
+        if guessed or (suggests is not None and suggests != reading.kind):
+            parts.append(f"read {pred_key!r} as {reading.kind}{_reason(reading)}")
+            if lk is not None and labels_key is None and lk not in _PLAIN:
+                parts[-1] += f" and {lk!r} as labels"
+            parts[-1] += " (--key / --labels-key choose others; --kind declares the kind)"
+        note = reading.note()
+        if note:
+            parts.append(note)
+        if parts:
+            say("; ".join(parts))
+    return reading, y
 
 
 def read_labels(path, key=None):

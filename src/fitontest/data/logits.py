@@ -13,10 +13,14 @@ others, shared as logit files. Two layouts are read:
   CIFAR/ImageNet logit files shared by the calibration literature (Kull et al.
   2019's Dirichlet-calibration repository, Guo et al. 2017's temperature
   scaling); labels may have shape (n, 1). A pickle of one pair ``(logits,
-  labels)`` is split like the one-pair npz.
+  labels)`` is split like the one-pair npz;
+- a table (``.csv``, ``.parquet``) read as ``fitontest evaluate`` reads one: one
+  column per class and a label column (``logits.keys.labels`` or a common
+  label name), id columns dropped; split like the one-pair npz.
 
 Every model is one file; ``logits.dir`` is searched for ``*.npz``, ``*.p``,
-``*.pkl`` and ``*.pickle`` unless ``logits.files`` maps model names to files.
+``*.pkl``, ``*.pickle``, ``*.csv`` and ``*.parquet`` unless ``logits.files``
+maps model names to files.
 A model's name is its file stem with every character outside ``[A-Za-z0-9_]``
 replaced by ``_``.
 
@@ -28,13 +32,17 @@ Files as people share them (docs/methods.md §12.1):
   named as labels (labels, label, y, y_true, target, targets, ground_truth),
   any case; two candidates are an error listing both
   (fitontest.core.prediction_files);
-- probabilities: ``logits.kind`` ``auto`` (default) reads a file whose every
-  row is non-negative and sums to 1 within its dtype's tolerance as
-  probabilities and takes their log (zeros clipped to float32's smallest
-  normal number), so that the softmax of the logits gives the probabilities
-  back; ``logits`` on such a file is an error (the softmax of probabilities
-  is a squashed, near-uniform model: every CE would be wrong), and so is a
-  file in which at least half the rows, but not all, are probabilities;
+- probabilities or logits: decided for the whole file by the rule every
+  entry point shares (:func:`fitontest.core.predictions.read`,
+  docs/methods.md §1.1): ``logits.kind`` ``auto`` (default) reads a file with
+  a negative entry as logits, a file whose every row lies in [0, 1] and sums
+  to 1 within what its storage can lose (rounding to d decimals, float16,
+  bfloat16) as probabilities, and stops on any other file, naming
+  ``logits.kind``. Probabilities become their logs (zeros clipped to
+  float32's smallest normal number), so that the softmax of the logits gives
+  the renormalised probabilities back; ``logits`` declared on a file of
+  probabilities is an error (the softmax of probabilities is a squashed,
+  near-uniform model: every CE would be wrong);
 - ``logits.split.n_val`` may be a fraction of the rows (0.5: half).
 
 Checks (all before any job, :func:`check_config`; each error names the file
@@ -53,20 +61,20 @@ from pathlib import Path
 
 import numpy as np
 
+from fitontest.core import predictions
 from fitontest.core.prediction_files import (
-    LABEL_KEYS, PRED_KEYS, PROB_FLOOR, guess_name, log_probabilities, probability_rows,
-    row_sum_tolerance)
+    LABEL_KEYS, PRED_KEYS, TABLES, guess_name, read_table)
 
 from .sources import register_source
 
-SUFFIXES = (".npz", ".p", ".pkl", ".pickle")
+SUFFIXES = (".npz", ".p", ".pkl", ".pickle") + TABLES
 #: default array names of the npz layout (``logits.keys`` overrides any of them)
 DEFAULT_KEYS = {"logits_val": "logits_val", "labels_val": "labels_val",
                 "logits_test": "logits_test", "labels_test": "labels_test",
                 "logits": "logits", "labels": "labels"}
 PARTS = ("val", "test")
-#: what the rows of a file hold (``logits.kind``); ``auto`` looks
-KINDS = ("auto", "logits", "probabilities")
+#: what the rows of a file hold (``logits.kind``); ``auto`` lets the rows decide
+KINDS = predictions.KINDS
 _CHECKED: dict[tuple, dict] = {}
 
 
@@ -203,6 +211,9 @@ def _read_raw(path: Path, keys: dict, given: dict | None = None) -> tuple[dict, 
         raise ValueError(f"{path}: missing keys {[k for k in four if k not in have]} (or the "
                          f"one-pair keys {two}); the file has {sorted(have)}; name yours in "
                          "logits.keys")
+    if path.suffix.lower() in TABLES:
+        pred, y, lk = read_table(path, (given or {}).get("labels"), choose="logits.keys.labels")
+        return {"logits": pred, "labels": y}, True, f"{lk!r} read as the labels"
     try:
         with open(path, "rb") as fh:
             obj = pickle.load(fh)
@@ -254,41 +265,6 @@ def _check_pair(path: Path, part: str, logits, labels) -> tuple[np.ndarray, np.n
     return z.astype(np.float64), y
 
 
-def _kind_of(path: Path, raw: dict, kind: str) -> str:
-    """``logits`` or ``probabilities``: what the rows of a file's prediction
-    arrays (``raw``: {part: array as stored}) hold, checked against ``kind``."""
-    if kind not in KINDS:
-        raise ValueError(f"logits.kind {kind!r} is not one of {', '.join(KINDS)}")
-    rows = {part: probability_rows(a) for part, a in raw.items()}
-    n_prob = sum(int(r.sum()) for r in rows.values())
-    n = sum(r.size for r in rows.values())
-    k = next(iter(raw.values())).shape[1]
-    atol = row_sum_tolerance(next(iter(raw.values())).dtype, k)
-    what = f"non-negative and summing to 1 within {atol:.0e}"
-    if kind == "probabilities":
-        bad = {part: np.flatnonzero(~(np.isfinite(a).all(1) & (np.asarray(a) >= 0).all(1)))
-               for part, a in raw.items()}
-        part = next((p for p, b in bad.items() if b.size), None)
-        if part is not None:
-            raise ValueError(f"{path}: logits.kind is 'probabilities' but {part} row "
-                             f"{int(bad[part][0])} has a negative entry: set logits.kind: "
-                             "logits (or auto)")
-        return "probabilities"
-    if n_prob == n and kind == "auto":
-        return "probabilities"
-    if 2 * n_prob >= n:
-        share = "every row is" if n_prob == n else f"{n_prob} of {n} rows are"
-        if kind == "logits":
-            raise ValueError(f"{path}: logits.kind is 'logits' but {share} a probability vector "
-                             f"({what}); their softmax is not the model: set logits.kind: "
-                             "probabilities (or auto)")
-        part, r = next((p, r) for p, r in rows.items() if not r.all())
-        raise ValueError(f"{path}: {share} probabilities ({what}) but {part} row "
-                         f"{int(np.flatnonzero(~r)[0])} is not: set logits.kind: probabilities "
-                         "(its rows are renormalised) or logits")
-    return "logits"
-
-
 def load(path, keys: dict | None = None, split: dict | None = None, kind: str = "auto"
          ) -> LogitFile:
     """One file, read and checked: :class:`LogitFile` (module doc).
@@ -312,14 +288,28 @@ def load(path, keys: dict | None = None, split: dict | None = None, kind: str = 
         if k_val != k_test:
             raise ValueError(f"{path}: shape mismatch: validation logits have {k_val} classes, "
                              f"test logits {k_test}")
-    found = _kind_of(path, {p: np.asarray(a) for p, a in stored.items()}, kind)
-    if found == "probabilities":
-        zeros = sum(int((z <= 0).sum()) for z, _ in out.values())
-        out = {p: (log_probabilities(z), y) for p, (z, y) in out.items()}
-        how = ("logits.kind: probabilities" if kind == "probabilities" else
+    if kind not in KINDS:
+        raise ValueError(f"logits.kind {kind!r} is not one of {', '.join(KINDS)}")
+    # one decision for the whole file (every part), by the rule every entry point shares
+    ends = np.cumsum([len(out[p][1]) for p in parts])
+
+    def row_label(i):
+        k = int(np.searchsorted(ends, i, side="right"))
+        return f"{parts[k]} row {i - (ends[k - 1] if k else 0)}" if len(parts) > 1 else f"row {i}"
+
+    reading = predictions.read(np.concatenate([np.asarray(stored[p]) for p in parts]), kind,
+                               where=str(path), switch=predictions.WORKFLOW, row_label=row_label)
+    if reading.kind == "probabilities":
+        zeros = int((reading.probs <= 0).sum())
+        z_all = np.split(reading.logits(), ends[:-1])
+        out = {p: (z, out[p][1]) for p, z in zip(parts, z_all)}
+        how = ("logits.kind: probabilities" if reading.by == "declared" else
                "every row non-negative and summing to 1, logits.kind: auto")
         notes.append(f"read as probabilities ({how}): their logs are the logits"
-                     + (f", {zeros} zeros clipped to {PROB_FLOOR:.3g}" if zeros else ""))
+                     + (f", {zeros} zeros clipped to {predictions.PROB_FLOOR:.3g}"
+                        if zeros else ""))
+        if reading.note():
+            notes.append(reading.note())
     if one_pair:
         z, y = out["all"]
         if not split or "n_val" not in split:
@@ -331,7 +321,7 @@ def load(path, keys: dict | None = None, split: dict | None = None, kind: str = 
                "test": (z[perm[n_val:]], y[perm[n_val:]])}
         notes.append(f"one (predictions, labels) pair of {len(y)} rows split {n_val} validation "
                      f"/ {len(y) - n_val} test (logits.split)")
-    return LogitFile(out, found, notes)
+    return LogitFile(out, reading.kind, notes)
 
 
 def split_size(n_val, n: int, path) -> int:

@@ -22,10 +22,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from fitontest.core.predictions import ROW_SUM_ATOL
 from fitontest.multiclass.base import check_class_labels
-
-#: rows of ``probs`` must sum to 1 within this absolute tolerance
-ROW_SUM_ATOL = 1e-4
 
 CONFIDENCE = "confidence"
 ONE_VS_REST = "one_vs_rest"
