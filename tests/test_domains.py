@@ -1,0 +1,67 @@
+"""Measured domains (fitontest.core.domains): a valid flag only where its
+coverage or size was measured, read from the package data the benchmarks
+write, each data file tied to the measured file it summarises."""
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+
+from fitontest.core import domains
+from conftest import REPO
+
+DATA = {"measured_file": "benchmarks/measured/x.md", "quantity": "coverage",
+        "methods": {"m": {"domain": {"level": [0.9, 0.95], "n": {"min": 100, "max": 1000},
+                                     "grid": ["trimmed"]},
+                          "cells": {"0.9": [0.80, 400], "0.95": [0.945, 400]}}}}
+
+
+def test_outside_the_domain_is_none_with_the_reason():
+    m = domains.Measured(DATA)
+    for kw, why in (({"level": 0.99, "n": 500}, "level 0.99"),
+                    ({"level": 0.9, "n": 30}, "n = 30"),
+                    ({"level": 0.9, "n": 5000}, "n = 5000"),
+                    ({"level": 0.95, "n": 500, "grid": "full"}, "grid = 'full'")):
+        v = m.validity("m", **kw)
+        assert v.valid is None and why in v.why and "not measured here" in v.why
+    assert m.validity("other", level=0.9, n=500).valid is None
+
+
+def test_inside_the_domain_the_worst_cell_decides():
+    m = domains.Measured(DATA)
+    # 80 % of 400 at 0.9: 2 SEs (3 points) still far below 0.87
+    assert m.validity("m", level=0.9, n=500).valid is False
+    # 94.5 % at 0.95 holds
+    assert m.validity("m", level=0.95, n=500, grid="trimmed").valid is True
+    # the tolerance is SHORTFALL after 2 Monte Carlo SEs: 0.87 - 2 SE is the edge
+    se = (0.09 / 400) ** 0.5
+    edge = 0.9 - domains.SHORTFALL - 2 * se
+    near = json.loads(json.dumps(DATA))
+    near["methods"]["m"]["cells"]["0.9"] = [edge + 1e-6, 400]
+    assert domains.Measured(near).validity("m", level=0.9, n=500).valid is True
+    near["methods"]["m"]["cells"]["0.9"] = [edge - 1e-3, 400]
+    assert domains.Measured(near).validity("m", level=0.9, n=500).valid is False
+
+
+def test_size_is_the_other_way_round():
+    size = {"measured_file": "f", "quantity": "size",
+            "methods": {"t": {"domain": {"level": [0.05]}, "cells": {"0.05": [0.12, 400]}}}}
+    assert domains.Measured(size).validity("t", level=0.05, n=10).valid is False
+    size["methods"]["t"]["cells"]["0.05"] = [0.055, 400]
+    assert domains.Measured(size).validity("t", level=0.05, n=10).valid is True
+
+
+def _data_files():
+    root = resources.files("fitontest.core").joinpath("measured")
+    return sorted(p.name for p in root.iterdir() if p.name.endswith(".json"))
+
+
+@pytest.mark.parametrize("name", _data_files())
+def test_every_data_file_names_a_committed_measured_file(name):
+    m = domains.measured(name.removesuffix(".json"))
+    assert (REPO / m.measured_file).is_file(), m.measured_file
+    assert m.written_by.startswith("python benchmarks/")
+    for key, entry in m.methods.items():
+        assert entry["cells"], key
+        assert set(entry["cells"]) <= {f"{v:g}" for v in entry["domain"]["level"]}, key
