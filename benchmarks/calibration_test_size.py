@@ -19,6 +19,15 @@ Cost: CPU seconds of one test at n = 1k / 10k / 100k.
 The Monte Carlo tests (consistency, tcal) are exact for any number of
 redraws (docs/methods.md §11.8), so --n-resamples only moves their power
 and cost, not their size; at n = 100k they run --reps-100k samples (cost).
+
+    python benchmarks/calibration_test_size.py --write-domain
+        src/fitontest/core/measured/calibration_tests.json
+        [--from benchmarks/measured/calibration_tests.md]
+
+writes the measured domain the library's ``valid`` flag reads
+(fitontest.core.domains) from the size table of the measured file: per
+method the level (alpha 0.05), the range of n and the worst cell's
+rejection rate with its samples.
 """
 from __future__ import annotations
 
@@ -133,6 +142,46 @@ def power_part(a) -> None:
                                                      for m in METHODS), flush=True)
 
 
+#: the benchmark's method names -> the library's keys (the consistency test is measured
+#: around one evaluator)
+KEYS = {"kuiper": "kuiper", "ks": "ks", "tcal": "tcal", "cons_es15": "consistency/ece_es15"}
+
+
+def write_domain(path: str, measured_file: str) -> None:
+    """The size domain of every method, from the size table of ``measured_file``."""
+    import re
+
+    from fitontest.core import domains
+
+    text = open(measured_file, encoding="utf-8").read()
+    table = text[text.index("Size under perfect calibration"):]
+    table = table[:table.index("wall time")]
+    cell = re.compile(r"([\d.]+) \(([\d.]+); (\d+)\)")
+    worst, ns = {}, []
+    for line in table.splitlines()[3:]:
+        parts = line.split()
+        if len(parts) < 3 or not parts[1].isdigit():
+            continue
+        ns.append(int(parts[1]))
+        for name, got in zip(METHODS, cell.findall(line)):
+            rate, k = float(got[0]) / 100, int(got[2])
+            if name not in worst or rate > worst[name][0]:
+                worst[name] = (rate, k)
+    domains.write(path, {
+        "measured_file": measured_file,
+        "written_by": f"python benchmarks/calibration_test_size.py --write-domain {path} "
+                      f"--from {measured_file}",
+        "quantity": "size",
+        "laws": "perfectly calibrated scores U(0, 1) and Beta(5, 1), labels Bernoulli(s)",
+        "exact": "the Monte Carlo tests (tcal, consistency) are exact for any n and any "
+                 "number of redraws (docs/methods.md §11.8): their domain's n starts at 2",
+        "methods": {KEYS[m]: {"domain": {"level": [ALPHA],
+                                         "n": {"min": 2 if m in RESAMPLING else min(ns),
+                                               "max": None if m in RESAMPLING else max(ns)},
+                                         "alternative": ["two-sided"], "combine": ["max"]},
+                              "cells": {f"{ALPHA:g}": list(worst[m])}} for m in worst}})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=400)
@@ -142,7 +191,12 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--parts", default="size,power,cost", help="comma-separated")
     ap.add_argument("--bonferroni", action="store_true")
+    ap.add_argument("--write-domain", default="", metavar="JSON")
+    ap.add_argument("--from", dest="source", default="benchmarks/measured/calibration_tests.md")
     a = ap.parse_args()
+    if a.write_domain:
+        write_domain(a.write_domain, a.source)
+        return
     if a.bonferroni:
         METHODS["tcal_bonf"] = ("tcal", {"combine": "bonferroni"})
         RESAMPLING.add("tcal_bonf")

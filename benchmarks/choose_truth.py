@@ -54,6 +54,7 @@ from pathlib import Path
 
 import numpy as np
 
+import fitontest
 from fitontest import families
 from fitontest.choose import DEFAULT_CANDIDATES, MAP_CANDIDATES, choose_evaluator
 from fitontest.data import synthetic
@@ -119,8 +120,70 @@ def procedural_subsets(ns, seeds):
     yield from _posterior_subsets("procedural", sets, ns, seeds)
 
 
+def _tabular_model():
+    """(hold-out confidence scores, their exact event posterior, generator, model) of
+    the logistic regression on the tabular source (as ``tabular_subsets``)."""
+    from sklearn.linear_model import LogisticRegression
+
+    from fitontest.data.tabular import TabularGenerator
+
+    gen = TabularGenerator()
+    X, y = gen.sample(20_000, np.random.default_rng(1))
+    clf = LogisticRegression(max_iter=500).fit(X, y)
+    Xh, _ = gen.sample(HOLDOUT, np.random.default_rng(2))
+    probs, post = clf.predict_proba(Xh), gen.posterior(Xh)
+    top = probs.argmax(axis=1)
+    return probs.max(axis=1), post[np.arange(HOLDOUT), top]
+
+
+def steps_subsets(ns, seeds):
+    """Held out from every choice of the rule: a step true map, what an isotonic
+    calibrator leaves. The tabular model's confidence s (continuous), its true
+    map c = the isotonic regression of the exact event posterior on s fitted on
+    1,000 points (a step function of about 30 steps), labels ~ Bernoulli(c(s))."""
+    from sklearn.isotonic import IsotonicRegression
+
+    s, q = _tabular_model()
+    fit = np.random.default_rng(13).choice(s.size, 1000, replace=False)
+    c = IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip").fit(s[fit], q[fit]).predict(s)
+    for n in ns:
+        for seed in seeds:
+            rng = np.random.default_rng([17, n, seed])
+            pos = rng.choice(s.size, n, replace=False)
+            y = (rng.random(n) < c[pos]).astype(int)
+            yield f"steps n={n} seed={seed}", s[pos], y, c[pos]
+
+
+def binned_subsets(ns, seeds):
+    """Held out from every choice of the rule: a calibrated model's usual scores,
+    what a binning calibrator leaves. The tabular model's confidence binned by
+    15 equal-size bins fitted on 1,000 labelled points (s' = the bin's label
+    mean: 15 distinct scores); the exact true map c(s') = the mean exact
+    posterior over the hold-out points of that bin; labels ~ Bernoulli(q)."""
+    s, q = _tabular_model()
+    rng0 = np.random.default_rng(19)
+    fit = rng0.choice(s.size, 1000, replace=False)
+    yfit = (rng0.random(fit.size) < q[fit]).astype(int)
+    # histogram binning (Zadrozny & Elkan 2001): 15 equal-count bins of the fitting
+    # scores, each score mapped to its bin's label mean
+    edges = np.quantile(s[fit], np.linspace(0, 1, 16)[1:-1])
+    fit_bin, bin_of = np.searchsorted(edges, s[fit]), np.searchsorted(edges, s)
+    means = np.bincount(fit_bin, weights=yfit, minlength=15) / np.bincount(fit_bin,
+                                                                          minlength=15)
+    sb = means[bin_of]
+    c = (np.bincount(bin_of, weights=q, minlength=15) / np.bincount(bin_of, minlength=15))[bin_of]
+    for n in ns:
+        for seed in seeds:
+            rng = np.random.default_rng([23, n, seed])
+            pos = rng.choice(s.size, n, replace=False)
+            y = (rng.random(n) < q[pos]).astype(int)
+            yield f"binned n={n} seed={seed}", sb[pos], y, c[pos]
+
+
 MAKERS = {"synthetic": synthetic_subsets, "tabular": tabular_subsets,
-          "procedural": procedural_subsets}
+          "procedural": procedural_subsets, "steps": steps_subsets, "binned": binned_subsets}
+#: sources no constant of the rule was chosen on (docs/methods.md §14.3)
+HELD_OUT = ("steps", "binned")
 
 
 def fixed_errors(names, s, y, c):
@@ -134,20 +197,26 @@ def fixed_errors(names, s, y, c):
     return ce, cm
 
 
-def one_subset(unit, label, s, y, c, names, worlds):
-    """The chooser's and every fixed evaluator's errors on one subset; ``unit``
-    seeds the chooser, so that no two subsets share their worlds' draws."""
+def one_subset(unit, label, s, y, c, names, worlds, level=0.9):
+    """The chooser's and every fixed evaluator's errors on one subset. The
+    chooser runs at the users' defaults (``fitontest evaluate --evaluator
+    auto``: 40 worlds, its interval at 0.9 with the default replicates), except
+    that ``unit`` seeds it, so that no two subsets share their worlds' draws."""
     t0 = time.process_time()
-    ch = choose_evaluator(s, y, mode="ovr", n_worlds=worlds, seed=unit, interval=None,
+    ch = choose_evaluator(s, y, mode="ovr", n_worlds=worlds, seed=unit, interval=level,
                           progress=False)
     ce, cm = fixed_errors(names, s, y, c)
     true = float(np.mean(np.abs(s - c)))
+    iv = ch.interval
     # criterion "map" with its default candidates, in the same worlds (a
     # candidate's world losses do not depend on the others): the same pick
     pick_map = min((r for r in ch.scores if r.evaluator in MAP_CANDIDATES),
                    key=lambda r: r.cmee).evaluator
     return {"label": label, "ce": ce, "cmee": cm, "pick_cmee_err": cm[pick_map],
             "pick_ce_err": abs(ch.recommended_estimate - true),
+            "ensemble_err": abs(ch.ensemble_estimate - true), "fallback": ch.fallback,
+            "covered": bool(iv.lo <= true <= iv.hi), "width": iv.hi - iv.lo,
+            "hull": iv.method.startswith("hull"),
             "pick_raw_err": ce[ch.evaluator], "ensemble": ch.ensemble, "pick_map": pick_map,
             "cpu": time.process_time() - t0}
 
@@ -185,9 +254,16 @@ def summary(source, rows, names, key):
     q = st.t.ppf(0.975, S - 1) + st.t.ppf(0.8, S - 1)
     mde = q * np.std(db, ddof=1) / np.sqrt(S)
     raw = (f"{1e3 * np.mean([r['pick_raw_err'] for r in rows]):.2f}" if key == "ce" else "-")
+    ens = (f"{1e3 * np.mean([r['ensemble_err'] for r in rows]):.2f}" if key == "ce" else "-")
+    fb = f"{sum(r['fallback'] for r in rows)}" if key == "ce" else "-"
+    cov = np.array([r["covered"] for r in rows])
+    hull = np.array([r["hull"] for r in rows])
+    covtxt = (f"{100 * cov.mean():.0f} % ({100 * cov[hull].mean():.0f} % of {hull.sum()} "
+              f"hulls)" if key == "ce" and hull.any() else
+              f"{100 * cov.mean():.0f} %" if key == "ce" else "-")
     pes = float(padj[okn.index("ece_es_cv")])
     line = (f"| {source} | {key} | {S} | {1e3 * chooser.mean():.2f} ± {1e3 * _se(chooser):.2f} "
-            f"| {raw} | {names[best]} {1e3 * means[best]:.2f} ± {1e3 * _se(fixed[:, best]):.2f} "
+            f"| {fb} | {ens} | {covtxt} | {raw} | {names[best]} {1e3 * means[best]:.2f} ± {1e3 * _se(fixed[:, best]):.2f} "
             f"| {1e3 * db.mean():+.2f} ± {1e3 * _se(db):.2f} | {1e3 * mde:.2f} "
             f"| {1e3 * cross.mean():.2f} | {1e3 * (chooser - cross).mean():+.2f} ± "
             f"{1e3 * _se(chooser - cross):.2f} "
@@ -205,12 +281,18 @@ def summary(source, rows, names, key):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", default="1000", help="subset sizes, comma-separated")
-    ap.add_argument("--seeds", default="synthetic=4,tabular=12,procedural=30",
-                    help="seeds per (source setting, n): one integer, or source=k,...; "
-                         "synthetic: 10 settings a seed, tabular: 2 tasks a seed")
+    ap.add_argument("--seeds", default="synthetic=4,tabular=12,procedural=30,steps=12,"
+                    "binned=12", help="seeds per (source setting, n): one integer, or "
+                    "source=k,...; synthetic: 10 settings a seed, tabular: 2 tasks a seed")
     ap.add_argument("--first-seed", type=int, default=200)
-    ap.add_argument("--worlds", type=int, default=30)
-    ap.add_argument("--sources", default="synthetic,tabular,procedural")
+    ap.add_argument("--worlds", type=int, default=40, help="the chooser's worlds (default: "
+                    "the users' default, 40)")
+    ap.add_argument("--sources", default="synthetic,tabular,procedural,steps,binned")
+    ap.add_argument("--n-for", default="", help="source=n1+n2,...: sizes for a source other "
+                    "than --n (e.g. steps=10000)")
+    ap.add_argument("--write-domain", default="", metavar="JSON",
+                    help="write the chooser's measured domain (coverage of the printed "
+                         "interval; fitontest/core/measured/chooser.json)")
     ap.add_argument("--jobs", type=int, default=1, help="processes over the subsets")
     ap.add_argument("--out", help="also write the markdown table here")
     ap.add_argument("--timing", default="1000,10000",
@@ -222,12 +304,13 @@ def main(argv=None):
     for n in [int(v) for v in a.timing.split(",") if v]:
         p, y, _ = synthetic.sample("beta1", 0.05, n, 0)
         c0 = time.process_time()            # one process: its CPU time is the whole cost
-        choose_evaluator(p, y, mode="ovr", n_jobs=1, progress=False)
+        fitontest.evaluate(p, y, evaluator="auto", mode="ovr", interval=0.9, test=None)
         cpu1 = time.process_time() - c0
         w0 = time.perf_counter()
         ch = choose_evaluator(p, y, mode="ovr", n_jobs=a.jobs, progress=False)
-        timing.append(f"- n = {n}: default choose_evaluator ({len(DEFAULT_CANDIDATES)} "
-                      f"candidates, 40 worlds, interval 0.9): {cpu1:.1f} CPU-s (n_jobs=1); "
+        timing.append(f"- n = {n}: fitontest.evaluate(..., evaluator='auto', interval=0.9) "
+                      f"(the users' defaults: {len(DEFAULT_CANDIDATES)} candidates, 40 worlds): "
+                      f"{cpu1:.1f} CPU-s (n_jobs=1); "
                       f"wall {time.perf_counter() - w0:.1f} s with n_jobs={a.jobs}; "
                       f"pick {ch.evaluator}")
         print(timing[-1], flush=True)
@@ -236,12 +319,16 @@ def main(argv=None):
     # every fixed evaluator, kde included (a candidate of the chooser only when asked for)
     names = list(DEFAULT_CANDIDATES) + ["kde"]
     t0 = time.perf_counter()
-    table = ["| source | criterion | subsets | chooser | pick's raw estimate "
-             "| best fixed (hindsight) | chooser - best fixed | 80 % power at "
-             "| best fixed (other half) | chooser - it | ece_es_cv | chooser - ece_es_cv "
-             "| oracle |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    details, verdicts, picks, cpu = [], [], [], 0.0
-    for source, n in ((s, n) for s in filter(None, a.sources.split(",")) for n in ns):
+    table = ["| source | criterion | subsets | auto (printed) | fallbacks | ensemble "
+             "| interval covers | pick's raw estimate "
+             "| best fixed (hindsight) | auto - best fixed | 80 % power at "
+             "| best fixed (other half) | auto - it | ece_es_cv | auto - ece_es_cv "
+             "| oracle |", "|---" * 16 + "|"]
+    details, verdicts, picks, cpu, cells = [], [], [], 0.0, []
+    n_for = {k: [int(v) for v in ns_.split("+")]
+             for k, ns_ in (kv.split("=") for kv in a.n_for.split(",") if "=" in kv)}
+    for source, n in ((s, n) for s in filter(None, a.sources.split(","))
+                      for n in n_for.get(s, ns)):
         k = counts.get(source, 4) if counts else int(a.seeds)
         subsets = MAKERS[source]([n], range(a.first_seed, a.first_seed + k))
         rows = []
@@ -254,24 +341,61 @@ def main(argv=None):
             print(f"{picks[-1]} ({1e3 * r['pick_ce_err']:.2f}e-3, pick raw "
                   f"{1e3 * r['pick_raw_err']:.2f}e-3; map {1e3 * r['pick_cmee_err']:.2f}e-3)  "
                   f"[{time.perf_counter() - t0:.0f}s]", flush=True)
+        hull = [r["covered"] for r in rows if r["hull"]]
+        cells.append((source, n, float(np.mean(hull)) if hull else np.nan, len(hull),
+                      float(np.mean([r["covered"] for r in rows])), len(rows)))
         for key in ("ce", "cmee"):
             line, detail, verdict = summary(f"{source} n={n}", rows, names, key)
             table.append(line)
             details.append(detail)
             verdicts.append(verdict)
     wall = time.perf_counter() - t0
-    text = "\n".join(table + ["", "Verdicts:", *verdicts, "",
+    coverage = [f"- {src} n={n}: printed interval covers {100 * allc:.1f} % of {k} subsets; "
+                f"the hull (no fallback) {100 * cov:.1f} % of {h}" if h else
+                f"- {src} n={n}: printed interval covers {100 * allc:.1f} % of {k} subsets (no "
+                "hull: every subset fell back)" for src, n, cov, h, allc, k in cells]
+    if a.write_domain:
+        write_domain(a.write_domain, cells, a)
+    text = "\n".join(table + ["", "Coverage of the printed 90 % interval:", *coverage, "",
+                              "Verdicts:", *verdicts, "",
                               "Mean error per fixed evaluator, best first:", *details, "",
                               "Cost of one chooser call (synthetic beta1, CE 0.05):", *timing, "",
                               f"wall {wall:.0f} s, CPU {cpu:.0f} s (the subsets' processes)"])
     print(text)
     if a.out:
-        Path(a.out).write_text(f"# benchmarks/choose_truth.py\n\n`python benchmarks/"
-                               f"choose_truth.py --n {a.n} --seeds {a.seeds} --first-seed "
-                               f"{a.first_seed} --worlds {a.worlds} --jobs {a.jobs} --timing "
-                               f"{a.timing}`\n\nErrors x 1e-3, mean ± SE over the independent "
-                               "subsets.\n\n" + text + "\n\nPicks:\n\n"
+        Path(a.out).write_text(f"# benchmarks/choose_truth.py\n\n`{command(a)}`\n\n"
+                               "Errors x 1e-3, mean ± SE over the independent subsets.\n\n"
+                               + text + "\n\nPicks:\n\n"
                                + "\n".join(f"- {p}" for p in picks) + "\n")
+
+
+def command(a) -> str:
+    return (f"python benchmarks/choose_truth.py --n {a.n} --seeds {a.seeds} --first-seed "
+            f"{a.first_seed} --worlds {a.worlds} --jobs {a.jobs} --timing {a.timing!r}"
+            + (f" --sources {a.sources}" if a.sources else "")
+            + (f" --n-for {a.n_for}" if a.n_for else "")
+            + (f" --out {a.out}" if a.out else "")
+            + (f" --write-domain {a.write_domain}" if a.write_domain else ""))
+
+
+def write_domain(path: str, cells, a) -> None:
+    """The chooser's measured domain: coverage of the hull interval printed with
+    the ensemble's estimate (fallbacks print ece_es_cv's own interval, whose
+    domain is the intervals'), worst over the (source, n) cells."""
+    from fitontest.core import domains
+
+    hulls = [(cov, h) for _, _, cov, h, _, _ in cells if h]
+    worst = min(hulls) if hulls else (float("nan"), 0)
+    ns = [n for _, n, *_ in cells]
+    domains.write(path, {
+        "measured_file": a.out or "benchmarks/measured/choose_truth.md",
+        "written_by": command(a), "quantity": "coverage",
+        "laws": "sources " + ", ".join(sorted({c[0] for c in cells})) + " (docs/methods.md "
+                "§14.3); the interval printed with the chooser's ensemble estimate",
+        "methods": {"ensemble/1": {"domain": {"level": [0.9],
+                                              "n": {"min": min(ns), "max": max(ns)},
+                                              "n_worlds": [a.worlds]},
+                                   "cells": {"0.9": [worst[0], worst[1]]}}}})
 
 
 if __name__ == "__main__":

@@ -30,6 +30,12 @@ two built to be valid at CE = 0).
 
     python benchmarks/interval_auto.py benchmarks/measured/interval_coverage.md
         benchmarks/measured/interval_coverage_study.md [--default-k 0.6] [--markdown]
+        [--write-domain src/fitontest/core/measured/intervals.json]
+
+``--write-domain``: the measured domain the library's ``valid`` flag reads
+(fitontest.core.domains): per (family, method, p) the level (0.9), the range
+of n of its cells, the replicates (``n_boot`` >= 100, the benchmark's; ``sun``
+draws none) and the worst cell with its samples.
 """
 from __future__ import annotations
 
@@ -170,6 +176,8 @@ def main() -> None:
                          "INVERTED_ALPHA_SCALE)")
     ap.add_argument("--level", type=float, default=0.9, help="read only the runs at this level")
     ap.add_argument("--markdown", action="store_true", help="also a summary table (docs)")
+    ap.add_argument("--write-domain", default="", metavar="JSON",
+                    help="write the measured domain (fitontest/core/measured/intervals.json)")
     args = ap.parse_args()
     if args.default_k is None:
         from fitontest.intervals import INVERTED_ALPHA_SCALE
@@ -222,6 +230,8 @@ def main() -> None:
             near = (f"{summary(synth)['near']} of {summary(synth)['cells']}" if synth else "–")
             ks = ", ".join(f"{_samples(cs)} ({n})" for n, cs in sorted(synth.items()))
             print(f"| {fam} | {p} | {m_auto} | " + " | ".join(cells) + f" | {near} | {ks} |")
+    if args.write_domain:
+        write_domain(args.write_domain, rows, measured, args.level)
     print("\nAUTO = {")
     for (f, p), m in sorted(auto.items()):
         print(f"    ({f!r}, {p}): {m!r},")
@@ -230,6 +240,39 @@ def main() -> None:
         if " " not in m:
             print(f"    ({f!r}, {m!r}, {p}): ({c:.3f}, {k}),")
     print("}")
+
+
+def _n_of(key) -> int:
+    """n of a cell key: an int (synthetic worlds) or "MAP n" (the study's own)."""
+    return int(str(key).split()[-1])
+
+
+def write_domain(path: str, rows: dict, measured: dict, level: float) -> None:
+    """The measured domain of every (family, method, p) at ``level``."""
+    from fitontest.core import domains
+
+    methods = {}
+    for (f, m, q), (cov, k) in sorted(measured.items()):
+        if " " in m:                     # "inverted k=X": not the library's method
+            continue
+        ns = [_n_of(n) for n in rows[(f, q, m)]]
+        dom = {"level": [level], "n": {"min": min(ns), "max": max(ns)}}
+        if m != "sun":
+            # measured with --n-boot 100 (50 replicates per world for inverted);
+            # more replicates only narrow the Monte Carlo noise that k absorbs
+            dom["n_boot"] = {"min": 100}
+        methods[f"{f}/{m}/{q}"] = {"domain": dom, "cells": {f"{level:g}": [cov, k]}}
+    domains.write(path, {
+        "measured_file": "benchmarks/measured/interval_coverage.md",
+        "also": ["benchmarks/measured/interval_coverage_study.md"],
+        "written_by": "python benchmarks/interval_auto.py "
+                      "benchmarks/measured/interval_coverage.md "
+                      "benchmarks/measured/interval_coverage_study.md --write-domain "
+                      "src/fitontest/core/measured/intervals.json",
+        "quantity": "coverage",
+        "laws": "synthetic worlds (shapes at CE 0-0.1, scores U(0,1) / Beta) and the "
+                "default run's own calibrated scores and truths (posterior, smooth)",
+        "methods": methods})
 
 
 if __name__ == "__main__":

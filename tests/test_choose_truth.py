@@ -22,8 +22,9 @@ def test_every_synthetic_setting_has_its_own_label_draw(bench):
 
 def _rows(errors: dict[str, np.ndarray], chooser: np.ndarray):
     return [{"ce": {k: float(v[i]) for k, v in errors.items()},
-             "pick_ce_err": float(chooser[i]), "pick_raw_err": float(chooser[i])}
-            for i in range(chooser.size)]
+             "pick_ce_err": float(chooser[i]), "pick_raw_err": float(chooser[i]),
+             "ensemble_err": float(chooser[i]), "fallback": i % 3 == 0, "covered": i % 2 == 0,
+             "hull": i % 3 != 0} for i in range(chooser.size)]
 
 
 def test_summary_marks_only_the_clearly_worse_evaluator(bench):
@@ -47,4 +48,6 @@ def test_the_other_half_pick_is_scored_out_of_sample(bench):
               "b": np.where(even, 0.002, 0.001)}
     line, _, _ = bench.summary("src", _rows(errors, np.full(S, 0.0015)), list(errors), "ce")
     cells = [c.strip() for c in line.strip("|").split("|")]
-    assert cells[8] == "2.05"      # picks: b on the even half (2.0), ece_es_cv on the odd (2.1)
+    assert cells[11] == "2.05"     # picks: b on the even half (2.0), ece_es_cv on the odd (2.1)
+    assert cells[4] == "7"         # fallbacks: every third subset
+    assert cells[6].startswith("50 %")

@@ -65,3 +65,60 @@ def test_every_data_file_names_a_committed_measured_file(name):
     for key, entry in m.methods.items():
         assert entry["cells"], key
         assert set(entry["cells"]) <= {f"{v:g}" for v in entry["domain"]["level"]}, key
+
+
+# --- each data file is what its benchmark derives from the measured file --------------
+
+def _rederived(tmp_path, name, argv):
+    import json as _json
+    import sys
+
+    from conftest import load_benchmark
+
+    out = tmp_path / f"{name}.json"
+    mod = load_benchmark(argv[0])
+    old = sys.argv
+    try:
+        sys.argv = [argv[0], *[a.replace("OUT", str(out)) for a in argv[1:]]]
+        mod.main()
+    finally:
+        sys.argv = old
+    shipped = _json.loads(resources.files("fitontest.core").joinpath(
+        "measured", f"{name}.json").read_text())
+    return _json.loads(out.read_text()), shipped
+
+
+def test_the_intervals_domain_is_derived_from_the_coverage_files(tmp_path, capsys):
+    got, shipped = _rederived(tmp_path, "intervals", [
+        "interval_auto", str(REPO / "benchmarks/measured/interval_coverage.md"),
+        str(REPO / "benchmarks/measured/interval_coverage_study.md"), "--write-domain", "OUT"])
+    capsys.readouterr()
+    assert got["methods"] == shipped["methods"]
+
+
+def test_the_calibration_tests_domain_is_derived_from_its_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)
+    got, shipped = _rederived(tmp_path, "calibration_tests", [
+        "calibration_test_size", "--write-domain", "OUT"])
+    assert got["methods"] == shipped["methods"]
+    # a cell of the file: kuiper's worst size, 6.5 % of 400 at U(0,1), n = 10000
+    assert "6.5 (1.2; 400)" in (REPO / shipped["measured_file"]).read_text()
+    assert shipped["methods"]["kuiper"]["cells"]["0.05"] == [0.065, 400]
+
+
+def test_a_test_of_calibration_says_where_its_size_was_measured():
+    import numpy as np
+
+    from fitontest.metrics import calibration_test
+
+    rng = np.random.default_rng(0)
+    s = rng.random(3000)
+    y = rng.random(3000) < s
+    inside = calibration_test(s, y, "kuiper")
+    assert inside.valid is True and "calibration_tests.md" in inside.validity_note
+    small = calibration_test(s[:300], y[:300], "kuiper")
+    assert small.valid is None and "n = 300" in small.validity_note
+    one_sided = calibration_test(s, y, "ks", alternative="greater")
+    assert one_sided.valid is None and "alternative" in one_sided.validity_note
+    # the Monte Carlo tests are exact for any n
+    assert calibration_test(s[:300], y[:300], "tcal", n_resamples=19).valid is True

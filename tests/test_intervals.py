@@ -395,13 +395,28 @@ def test_auto_and_validity_flags():
     assert ci.estimand in ("population", "binned")
     assert ce_interval("ece_es15", s, y, n_boot=40, method="sun").estimand == "binned"
     assert ce_interval("ece_es15", s, y, n_boot=40, method="inverted").estimand == "population"
-    short = [k for k, (cov, n) in intervals.MEASURED_MIN_COVERAGE.items()
-             if cov + 2 * np.sqrt(0.09 / n) < intervals.VALID_COVERAGE]
+    # outside the measured domain (level, n, replicates): None, and why
+    for kw, why in (({"level": 0.99}, "level 0.99"), ({"n_boot": 40}, "n_boot = 40")):
+        ci = ce_interval("ece_es15", s, y, **{"n_boot": 100, **kw})
+        assert ci.valid is None and why in ci.validity_note and "not measured here" in \
+            ci.validity_note, ci.validity_note
+    assert "n = 400" in ce_interval("ece_es15", s, y, n_boot=100).validity_note
+    # inside it: the flag of the measured cell (tests/test_domains.py ties the cells
+    # to benchmarks/measured/interval_coverage*.md)
+    from fitontest.core.domains import measured
+
+    big = rng.random(1000)
+    yb = (rng.random(1000) < big).astype(int)
+    dom = measured("intervals")
+    short = [k for k in dom.methods
+             if dom.validity(k, level=0.9, n=1000, n_boot=100).valid is False]
     assert short, "the benchmark measured basic / percentile short near CE = 0"
-    for name, method, p in short[:1]:
-        with pytest.warns(intervals.IntervalCoverageWarning, match=name):
-            bad = ce_interval(name, s, y, p=p, n_boot=20, method=method)
-        assert bad.valid is False
+    name, method, p = short[0].split("/")
+    with pytest.warns(intervals.IntervalCoverageWarning, match=name):
+        bad = ce_interval(name, big, yb, p=int(p), n_boot=100, method=method)
+    assert bad.valid is False and "interval_coverage" in bad.validity_note
+    good = ce_interval("ece_es_cv", big, yb, n_boot=100)
+    assert good.valid is True and good.method == "inverted"
     with pytest.raises(ValueError, match="binning family"):
         ce_interval("isotonic", s, y, method="sun")
 

@@ -37,6 +37,8 @@ from . import families
 from .core.predictions import to_numpy
 
 MODES = ("confidence", "classwise", "ovr")
+#: ``evaluator="auto"``: the evaluator chooser's recommended estimate (fitontest.choose)
+AUTO = "auto"
 
 
 @dataclass
@@ -49,6 +51,8 @@ class TaskResult:
     interval: Any = None           # a fitontest.metrics.CEInterval, or None
     n: int = 0
     pvalue: float | None = None    # p-value of a test of perfect calibration, or None
+    pvalue_valid: bool | None = None   # the test's size measured to hold here (None: not)
+    pvalue_note: str = ""
 
 
 @dataclass
@@ -65,7 +69,9 @@ class EvaluationResult:
     the Bonferroni-combined ``min(1, m * min p)``, a valid test that every
     one of the m tasks is calibrated. For the classwise and ovr modes,
     ``per_class`` maps each class index to its :class:`TaskResult`, and
-    ``debiased`` is the mean of the per-class debiased values.
+    ``debiased`` is the mean of the per-class debiased values. ``note``: what
+    the estimate is where the evaluator does not say it (``"auto"``: the
+    chooser's recommended estimate, or its fallback, and why).
     """
 
     evaluator: str
@@ -80,6 +86,9 @@ class EvaluationResult:
     per_class: dict[int, TaskResult] = field(default_factory=dict)
     pvalue: float | None = None
     test: str | None = None
+    note: str | None = None
+    pvalue_valid: bool | None = None
+    pvalue_note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready values (intervals as dicts)."""
@@ -111,7 +120,7 @@ class EvaluationResult:
                 f"estimate {fmt(self.estimate)}, debiased {fmt(self.debiased)}, "
                 f"hyper {fmt(self.hyper)}, interval {fmt_interval(self.interval)}, "
                 f"calibration test ({self.test or '-'}) p {fmt(self.pvalue)}")
-        lines = [head]
+        lines = [head] + ([f"  {self.note}"] if self.note else [])
         for k, r in self.per_class.items():
             lines.append(f"  class {k}: estimate {fmt(r.estimate)}, debiased {fmt(r.debiased)}, "
                          f"hyper {fmt(r.hyper)}, interval {fmt_interval(r.interval)}, "
@@ -234,14 +243,17 @@ def evaluate_binary(evaluator, scores, labels, p=1, interval: float | None = Non
         from .intervals import ce_interval
         ci = ce_interval(evaluator if isinstance(evaluator, str) else proto,
                          s, labels, p=p, level=float(interval))
-    pvalue = None
+    pvalue, tested = None, None
     if test is not None:
         from .calibration_tests import calibration_test
-        pvalue = float(calibration_test(s, labels, method=test, evaluator=proto,
-                                        p=1 if p == "max" else p).pvalue)
+        tested = calibration_test(s, labels, method=test, evaluator=proto,
+                                  p=1 if p == "max" else p)
+        pvalue = float(tested.pvalue)
     return TaskResult(estimate=float(est), debiased=_finite_or_none(deb),
                       hyper=_finite_or_none(fam.chosen_hyperparameter()), interval=ci,
-                      n=int(s.size), pvalue=pvalue)
+                      n=int(s.size), pvalue=pvalue,
+                      pvalue_valid=None if tested is None else tested.valid,
+                      pvalue_note="" if tested is None else tested.validity_note)
 
 
 def _mean_or_none(values):
@@ -313,7 +325,12 @@ def evaluate(probs_or_logits: Any, labels: Any, evaluator: Any = "ece_es_cv",
         True classes, integers in 0..K-1.
     evaluator : str or family instance, default "ece_es_cv"
         A registered calibration-map family (``fitontest families`` and
-        :func:`fitontest.families.names` list them) or an unfitted instance.
+        :func:`fitontest.families.names` list them) or an unfitted instance;
+        ``"auto"``: the recommended estimate of
+        :func:`fitontest.choose_evaluator` (criterion ce, its defaults, seed
+        0) -- the mean of the best candidates in worlds like these data, or
+        ece_es_cv's where those worlds cannot tell it apart -- with the
+        interval measured for it; ``note`` says which and why.
     mode : {"confidence", "classwise", "ovr"}, default "confidence"
         ``"confidence"``: the top-label task (max_k p_k, prediction correct);
         ``"classwise"``: every class in ``classes`` (default all) against the
@@ -389,12 +406,16 @@ def evaluate(probs_or_logits: Any, labels: Any, evaluator: Any = "ece_es_cv",
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     p = _check_p(p)
+    if isinstance(evaluator, str) and evaluator == AUTO:
+        return _evaluate_auto(probs_or_logits, labels, mode, classes, p, from_logits, interval,
+                              test)
     name, _ = _family(evaluator)
     (n, k), reduced = binary_tasks(probs_or_logits, labels, mode, classes, from_logits)
     if mode == "confidence":
         r = evaluate_binary(evaluator, *reduced[None], p=p, interval=interval, test=test)
         return EvaluationResult(name, mode, p, r.estimate, r.debiased, r.hyper, r.interval,
-                                n=n, n_classes=k, pvalue=r.pvalue, test=test)
+                                n=n, n_classes=k, pvalue=r.pvalue, test=test,
+                                pvalue_valid=r.pvalue_valid, pvalue_note=r.pvalue_note)
     chosen = list(reduced)
     per = {c: evaluate_binary(evaluator, *reduced[c], p=p, interval=interval, test=test)
            for c in chosen}
@@ -402,10 +423,36 @@ def evaluate(probs_or_logits: Any, labels: Any, evaluator: Any = "ece_es_cv",
     pvalue = (None if test is None
               else min(1.0, len(per) * min(r.pvalue for r in per.values())))
     hyper = per[chosen[0]].hyper if len(chosen) == 1 else None
+    # the combined p-value is as valid as its least valid task's
+    flags = [r.pvalue_valid for r in per.values()]
+    combined = False if False in flags else None if None in flags else True
+    note = next((r.pvalue_note for r in per.values() if r.pvalue_valid is combined), "")
     return EvaluationResult(name, mode, p, float(np.mean([r.estimate for r in per.values()])),
                             _mean_or_none(r.debiased for r in per.values()), hyper,
                             per[chosen[0]].interval if len(chosen) == 1 else None,
-                            n=n, n_classes=k, per_class=per, pvalue=pvalue, test=test)
+                            n=n, n_classes=k, per_class=per, pvalue=pvalue, test=test,
+                            pvalue_valid=combined if test is not None else None,
+                            pvalue_note=note if test is not None else "")
+
+
+def _evaluate_auto(probs_or_logits, labels, mode, classes, p, from_logits, interval, test
+                   ) -> EvaluationResult:
+    """``evaluator="auto"``: the chooser's recommended estimate (criterion ce,
+    default settings, seed 0) with the interval measured for it; the test of
+    calibration around the evaluator reported."""
+    from .choose import FALLBACK, choose_evaluator
+
+    if p == "max":
+        raise ValueError("evaluator='auto' chooses for p = 1 or 2, not p='max'")
+    choice = choose_evaluator(probs_or_logits, labels, mode=mode, classes=classes, p=p,
+                              from_logits=from_logits, interval=interval, progress=False)
+    used = FALLBACK if choice.fallback else choice.evaluator
+    base = evaluate(probs_or_logits, labels, evaluator=used, mode=mode, classes=classes, p=p,
+                    from_logits=from_logits, test=test)
+    return EvaluationResult(AUTO, mode, p, float(choice.recommended_estimate), None, None,
+                            choice.interval, n=base.n, n_classes=base.n_classes,
+                            pvalue=base.pvalue, test=test, note=choice.reason(),
+                            pvalue_valid=base.pvalue_valid, pvalue_note=base.pvalue_note)
 
 
 __all__ = ["evaluate", "evaluate_binary", "binary_tasks", "EvaluationResult", "TaskResult",

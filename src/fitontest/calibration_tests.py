@@ -54,7 +54,10 @@ class CalibrationTestResult:
     ``tcal``; the normalised range or supremum of the cumulative differences
     for ``kuiper`` / ``ks``). ``pvalue`` in (0, 1]. ``n_resamples``: label
     redraws (0 for the asymptotic tests); ``n_bins``: the T-Cal bin count with
-    the smallest p-value.
+    the smallest p-value. ``valid``: whether the test's size at alpha = 0.05
+    was measured to hold for this method, n and settings (None where not
+    measured: :mod:`fitontest.core.domains`, written from
+    benchmarks/measured/calibration_tests.md), ``validity_note`` why.
     """
 
     statistic: float
@@ -66,6 +69,8 @@ class CalibrationTestResult:
     p: int | None = None
     alternative: str = "two-sided"
     n_bins: int | None = None
+    valid: bool | None = None
+    validity_note: str = ""
 
     def rejects(self, alpha: float = 0.05) -> bool:
         return bool(self.pvalue <= alpha)
@@ -376,13 +381,24 @@ def calibration_test(scores, labels, method: str = "kuiper", *, evaluator=None,
     n = int(s.size)
     if method in ("kuiper", "ks"):
         stat, pval = _cumulative_test(s, y, method, alternative)
-        return CalibrationTestResult(stat, pval, method, n, alternative=alternative)
+        return _result(stat, pval, method, n, alternative=alternative)
     if method == "tcal":
         stat, pval, m = _tcal(s, y, int(n_resamples), seed, combine)
-        return CalibrationTestResult(stat, pval, method, n, int(n_resamples), n_bins=m, p=2)
+        return _result(stat, pval, method, n, int(n_resamples), n_bins=m, p=2, combine=combine)
     name, fam = _evaluator(evaluator, params)
     stat, pval = _consistency(s, y, fam, int(n_resamples), seed, p)
-    return CalibrationTestResult(stat, pval, method, n, int(n_resamples), evaluator=name, p=p)
+    return _result(stat, pval, method, n, int(n_resamples), evaluator=name, p=p)
+
+
+def _result(stat, pval, method, n, n_resamples=0, combine="max", **kw) -> CalibrationTestResult:
+    """The result, with the validity of its size where it was measured (alpha 0.05)."""
+    from .core.domains import measured
+
+    key = method if method != "consistency" else f"consistency/{kw.get('evaluator')}"
+    v = measured("calibration_tests").validity(
+        key, level=0.05, n=n, alternative=kw.get("alternative", "two-sided"), combine=combine)
+    return CalibrationTestResult(stat, pval, method, n, n_resamples, valid=v.valid,
+                                 validity_note=v.why, **kw)
 
 
 __all__ = ["CalibrationTestResult", "calibration_test", "consistency_null", "METHODS",

@@ -71,6 +71,13 @@ DEBIAS_SD = 1.0
 #: ``"ce"``: the recommended estimate is the mean of this many best candidates' estimates
 ENSEMBLE = 3
 PL_CANDIDATES = ("pl_ce", "pl3_ce")
+#: ``"ce"``: the evaluator whose estimate is reported when the worlds cannot tell the
+#: recommendation apart from it (``fitontest.evaluate``'s default): not choosing
+FALLBACK = "ece_es_cv"
+#: ``"ce"``: the recommendation stands only where it errs less than :data:`FALLBACK`
+#: in the worlds of every kept generator and, over all worlds, significantly so
+#: (one-sided paired t at this level); else :data:`FALLBACK`'s estimate is reported
+FALLBACK_ALPHA = 0.05
 
 #: temperatures of the versions ranked by ``criterion="ranking"`` (s -> sigmoid(logit(s) / T))
 RANK_TEMPERATURES = (0.7, 0.85, 1.0, 1.2, 1.5)
@@ -115,12 +122,16 @@ class EvaluatorChoice:
     evaluator's, around ``estimate``), and the generators whose maps made the
     worlds with their Kuiper p-values (``generators``, first task).
 
-    Under ``criterion="ce"`` (with ``debias``) the number to report is
-    ``recommended_estimate``: the mean over ``ensemble`` (the :data:`ENSEMBLE`
-    candidates with the lowest adjusted error in the worlds, ``evaluator``
-    first) of their estimates, each minus its bias in the worlds where
-    ``corrected``, floored at 0; ``ensemble_error`` (± ``ensemble_error_se``)
-    is that mean's expected |CE error| in the worlds."""
+    Under ``criterion="ce"`` (with ``debias``) the chooser's own number is the
+    mean over ``ensemble`` (the :data:`ENSEMBLE` candidates with the lowest
+    adjusted error in the worlds, ``evaluator`` first) of their estimates,
+    each minus its bias in the worlds where ``corrected``, floored at 0
+    (``ensemble_estimate``); ``ensemble_error`` (± ``ensemble_error_se``) is
+    that mean's expected |CE error| in the worlds. The number to report is
+    ``recommended_estimate``: that one, or :data:`FALLBACK`'s estimate where
+    the worlds cannot tell the two apart (``fallback``, with
+    ``fallback_reason``); ``interval`` is the interval for it (one task
+    only; :func:`recommended_interval`)."""
 
     evaluator: str
     criterion: str
@@ -137,12 +148,27 @@ class EvaluatorChoice:
     ensemble_estimate: float = float("nan")
     ensemble_error: float = float("nan")
     ensemble_error_se: float = float("nan")
+    fallback: bool = False
+    fallback_reason: str = ""
+    fallback_estimate: float = float("nan")
 
     @property
     def recommended_estimate(self) -> float:
-        """The CE estimate to report: ``ensemble_estimate`` under ``"ce"`` with
-        ``debias``, ``estimate`` (evaluate's) otherwise."""
+        """The CE estimate to report: under ``"ce"`` :data:`FALLBACK`'s where
+        ``fallback``, else ``ensemble_estimate`` (with ``debias``) or the pick's
+        ``estimate``; the pick's ``estimate`` under the other criteria."""
+        if self.criterion == "ce" and self.fallback:
+            return self.fallback_estimate
         return self.ensemble_estimate if self._adjusted else self.estimate
+
+    def recommended_what(self) -> str:
+        """What :attr:`recommended_estimate` is, in words."""
+        if self.criterion == "ce" and self.fallback:
+            return f"{FALLBACK}'s estimate (not choosing: {self.fallback_reason})"
+        if self._adjusted:
+            return (f"mean of {', '.join(self.ensemble)} (bias-corrected where clear; "
+                    f"{self.fallback_reason})")
+        return f"{self.evaluator}'s estimate"
 
     @property
     def _adjusted(self) -> bool:
@@ -167,19 +193,19 @@ class EvaluatorChoice:
                 f"{len(self.scores)} evaluators in {self.n_worlds} worlds like these data; "
                 + (f"not significantly worse: {', '.join(others)}" if others
                    else "every other is significantly worse")
-                + (f"; recommended estimate {self.ensemble_estimate:.6f}: mean of "
-                   f"{', '.join(self.ensemble)} (bias-corrected where clear; expected "
-                   f"|CE error| {self.ensemble_error:.5f} ± {self.ensemble_error_se:.5f})"
-                   if self._adjusted else ""))
+                + (f"; recommended estimate {self.recommended_estimate:.6f}: "
+                   f"{self.recommended_what()}" if self.criterion == "ce" else ""))
 
     def table(self) -> str:
         iv = self.interval
         head = (f"recommended: {self.evaluator} (criterion {self.criterion}, p={self.p}): "
-                + (f"recommended estimate {self.ensemble_estimate:.6f} (mean of "
-                   f"{', '.join(self.ensemble)}, bias-corrected where clear); "
-                   if self._adjusted else "")
+                + (f"recommended estimate {self.recommended_estimate:.6f}"
+                   + (f", interval [{iv.lo:.6f}, {iv.hi:.6f}] ({iv.level:g}; "
+                      f"{_coverage_word(iv)})" if iv else "") + "; "
+                   if self.criterion == "ce" else "")
                 + f"{self.evaluator}'s estimate {self.estimate:.6f}"
-                + (f", interval [{iv.lo:.6f}, {iv.hi:.6f}] ({iv.level:g})" if iv else "")
+                + (f", interval [{iv.lo:.6f}, {iv.hi:.6f}] ({iv.level:g})"
+                   if iv and self.criterion != "ce" else "")
                 + f"; worlds from {', '.join(self.generators) or '-'}")
         rows = [("evaluator", "CE error", "± SE", "bias", "adjusted", "± SE", "CMEE", "± SE",
                  "1-Spearman", "± SE", "")]
@@ -207,15 +233,23 @@ class EvaluatorChoice:
         iv = self.interval
         return {"evaluator": self.evaluator, "criterion": self.criterion, "p": self.p,
                 "estimate": self.estimate, "recommended_estimate": self.recommended_estimate,
+                "recommended": self.recommended_what(), "fallback": self.fallback,
                 "ensemble": self.ensemble, "ensemble_estimate": self.ensemble_estimate,
                 "ensemble_error": self.ensemble_error,
                 "ensemble_error_se": self.ensemble_error_se, "n_worlds": self.n_worlds,
                 "interval": None if iv is None else {"lo": iv.lo, "hi": iv.hi,
-                                                     "level": iv.level, "method": iv.method},
+                                                     "level": iv.level, "method": iv.method,
+                                                     "valid": iv.valid,
+                                                     "validity_note": iv.validity_note},
                 "generators": self.generators, "seconds": self.seconds,
                 "reason": self.reason(), "result": self.result.to_dict(),
                 "scores": [{k: (None if isinstance(v, float) and not np.isfinite(v) else v)
                             for k, v in asdict(r).items()} for r in self.scores]}
+
+
+def _coverage_word(iv) -> str:
+    return {True: "coverage measured", False: "measured short",
+            None: "coverage not measured here"}[iv.valid]
 
 
 # ------------------------------------------------------------------ one world
@@ -344,8 +378,8 @@ def choose_evaluator(probs_or_logits: Any, labels: Any, *, criterion: str = "ce"
     seed : int
         Seeds the maps' bootstrap and every world's draws: same seed, same choice.
     interval : float or None
-        Level of the recommended evaluator's CE interval on the data
-        (:func:`fitontest.intervals.ce_interval`; one task only), None for none.
+        Level of the interval of the recommended estimate on the data
+        (:func:`recommended_interval`; one task only), None for none.
     alpha : float
         Family-wise level of the "not significantly worse" set.
     debias : bool
@@ -372,13 +406,17 @@ def choose_evaluator(probs_or_logits: Any, labels: Any, *, criterion: str = "ce"
                                else default + (PL_CANDIDATES if with_pl else ())))
     if not names:
         raise ValueError("candidates is empty")
-    for name in names:                  # an unknown name: the registry's error, close names
+    # the fallback is fitted in the worlds too (its errors decide the fallback), but
+    # ranked only where it is a candidate
+    extra = [FALLBACK] if criterion == "ce" and FALLBACK not in names else []
+    for name in names + extra:          # an unknown name: the registry's error, close names
         families.get(name)
     (n, _), reduced = binary_tasks(probs_or_logits, labels, mode, classes, from_logits)
     task_list = list(reduced.values())
     # a candidate that cannot be fitted on the data is not a candidate
     s0, y0 = task_list[0]
-    names = [nm for nm in names if np.isfinite(_fit_used(nm, s0, y0, p, None)[0])]
+    fitted = [nm for nm in names + extra if np.isfinite(_fit_used(nm, s0, y0, p, None)[0])]
+    names = [nm for nm in fitted if nm not in extra]
     if not names:
         raise ValueError("no candidate evaluator can be fitted on these data")
     per_task = [plausible_maps(s, y, int(n_worlds), [seed, 1, k])
@@ -389,7 +427,7 @@ def choose_evaluator(probs_or_logits: Any, labels: Any, *, criterion: str = "ce"
 
     def args(w):
         return (w, [(s, maps[w]) for (s, _), (maps, _, _) in zip(task_list, per_task)],
-                names, p, ranking, seq)
+                fitted, p, ranking, seq)
 
     if n_jobs == 1:
         rows = []
@@ -404,8 +442,9 @@ def choose_evaluator(probs_or_logits: Any, labels: Any, *, criterion: str = "ce"
                 delayed(world_losses)(*args(w)) for w in range(int(n_worlds))):
             rows.append(r)
             bar.step()
-    losses = np.stack(rows)                                   # (W, 4, E)
-    scores, adjusted = _scores(losses, names, CRITERIA.index(criterion), alpha, debias)
+    losses = np.stack(rows)                                   # (W, 4, E + fallback)
+    scores, adjusted = _scores(losses[:, :, :len(names)], names, CRITERIA.index(criterion),
+                               alpha, debias)
     best = scores[0].evaluator
 
     def used_on_data(name):
@@ -415,25 +454,93 @@ def choose_evaluator(probs_or_logits: Any, labels: Any, *, criterion: str = "ce"
 
     result, used = used_on_data(best)
     ens, ens_est, ens_err, ens_se = [], float("nan"), float("nan"), float("nan")
-    if criterion == "ce" and debias:
-        ranked = [r for r in scores if np.isfinite(r.adjusted_error)][:ENSEMBLE]
-        ens = [r.evaluator for r in ranked]
-        ens_est = max(0.0, float(np.mean([
-            (used if r.evaluator == best else used_on_data(r.evaluator)[1])
-            - (r.bias if r.corrected else 0.0) for r in ranked])))
-        e = np.abs(adjusted[:, [names.index(nm) for nm in ens]].mean(axis=1))
-        ens_err, ens_se = float(e.mean()), float(e.std(ddof=1) / np.sqrt(e.size))
-    ci = None
+    fallback, why, fb_est = False, "", float("nan")
+    if criterion == "ce":
+        rec_err = np.abs(losses[:, 3, names.index(best)])
+        if debias:
+            ranked = [r for r in scores if np.isfinite(r.adjusted_error)][:ENSEMBLE]
+            ens = [r.evaluator for r in ranked]
+            ens_est = max(0.0, float(np.mean([
+                (used if r.evaluator == best else used_on_data(r.evaluator)[1])
+                - (r.bias if r.corrected else 0.0) for r in ranked])))
+            rec_err = np.abs(adjusted[:, [names.index(nm) for nm in ens]].mean(axis=1))
+            ens_err, ens_se = float(rec_err.mean()), float(rec_err.std(ddof=1)
+                                                          / np.sqrt(rec_err.size))
+        if FALLBACK in fitted:
+            fallback, why = fallback_test(rec_err, np.abs(losses[:, 3, fitted.index(FALLBACK)]),
+                                          per_task[0][1])
+            # its used estimate (debiased, as the tables use it), floored at 0 as the
+            # ensemble's: no CE is negative
+            fb_est = max(0.0, used if best == FALLBACK else used_on_data(FALLBACK)[1])
+        else:
+            why = f"{FALLBACK} cannot be fitted on these data: no fallback"
+    choice = EvaluatorChoice(best, criterion, p, scores, result, used, None,
+                             n_worlds=int(n_worlds), generators=per_task[0][2],
+                             debias=bool(debias), ensemble=ens, ensemble_estimate=ens_est,
+                             ensemble_error=ens_err, ensemble_error_se=ens_se,
+                             fallback=fallback, fallback_reason=why, fallback_estimate=fb_est)
     if interval is not None and len(task_list) == 1:
-        from .intervals import batched, ce_interval
+        choice.interval = recommended_interval(choice, s0, y0, float(interval), seed)
+    choice.seconds = time.perf_counter() - t0
+    return choice
 
-        ci = ce_interval(best, s0, y0, p=p, level=float(interval),
-                         n_boot=200 if batched(best) else 40, seed=seed)
-    return EvaluatorChoice(best, criterion, p, scores, result, used, ci,
-                           n_worlds=int(n_worlds), generators=per_task[0][2],
-                           seconds=time.perf_counter() - t0, debias=bool(debias),
-                           ensemble=ens, ensemble_estimate=ens_est, ensemble_error=ens_err,
-                           ensemble_error_se=ens_se)
+
+def fallback_test(rec_err: np.ndarray, default_err: np.ndarray, generators: np.ndarray,
+                  alpha: float = FALLBACK_ALPHA) -> tuple[bool, str]:
+    """(fall back?, why): whether the worlds cannot tell the recommendation's
+    |CE error| (``rec_err``, per world) from :data:`FALLBACK`'s: unless it is
+    lower in the worlds of every generator (``generators``: each world's) and,
+    over all worlds, significantly lower (one-sided paired t at ``alpha``)."""
+    from scipy import stats
+
+    d = default_err - rec_err                     # > 0: the recommendation errs less
+    worse = [str(g) for g in dict.fromkeys(generators) if not d[generators == g].mean() > 0]
+    if worse:
+        return True, (f"in the worlds from {', '.join(worse)} it errs no less than "
+                      f"{FALLBACK}")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pv = float(stats.ttest_1samp(d, 0.0, alternative="greater").pvalue)
+    gain = f"{d.mean():.5f} ± {d.std(ddof=1) / np.sqrt(d.size):.5f}"
+    if not pv < alpha:
+        return True, (f"its |CE error| is {gain} below {FALLBACK}'s in the worlds, not "
+                      f"significantly (one-sided paired t, p = {pv:.2g})")
+    return False, (f"{gain} below {FALLBACK}'s |CE error| in the worlds of every generator, "
+                   f"p = {pv:.2g}")
+
+
+def recommended_interval(choice: EvaluatorChoice, s: np.ndarray, y: np.ndarray,
+                         level: float, seed):
+    """The interval of :attr:`EvaluatorChoice.recommended_estimate` (``"ce"``)
+    or of the pick's estimate (other criteria), a
+    :class:`~fitontest.intervals.CEInterval`.
+
+    Where the pick or :data:`FALLBACK` is reported, its own ``ce_interval``.
+    For the ensemble's mean: the hull of the ``ce_interval`` of
+    :data:`FALLBACK` and of every ensemble member whose coverage was measured
+    (the measured domain of the intervals), widened to hold the estimate. It
+    holds the true CE whenever any of them does, so its coverage is at least
+    each one's; its ``valid`` flag is the chooser's measured domain
+    (benchmarks/measured/choose_truth.md, end to end)."""
+    from dataclasses import replace
+
+    from .core.domains import measured
+    from .intervals import ce_interval, resolve_method
+
+    p = choice.p
+    if choice.criterion != "ce" or not choice._adjusted or choice.fallback:
+        name = FALLBACK if choice.criterion == "ce" and choice.fallback else choice.evaluator
+        return ce_interval(name, s, y, p=p, level=level, seed=seed)
+    dom = measured("intervals")
+    members = [FALLBACK] + [m for m in choice.ensemble if m != FALLBACK and dom.has(
+        f"{m}/{resolve_method('auto', m, p)}/{p}")]
+    ivs = [ce_interval(m, s, y, p=p, level=level, seed=seed) for m in members]
+    est = choice.recommended_estimate
+    v = measured("chooser").validity(f"ensemble/{p}", level=level, n=s.size,
+                                     n_worlds=choice.n_worlds)
+    return replace(ivs[0], estimate=est, lo=min(est, *(iv.lo for iv in ivs)),
+                   hi=max(est, *(iv.hi for iv in ivs)), n_boot=sum(iv.n_boot for iv in ivs),
+                   method="hull of " + ", ".join(members), valid=v.valid,
+                   validity_note=v.why)
 
 
 def _adjusted_signed(signed: np.ndarray, debias: bool):

@@ -39,8 +39,30 @@ def _fmt(v):
     return "-" if v is None else f"{v:.6f}"
 
 
+#: an interval's mark in the table: coverage not measured here / measured short
+_MARK = {None: "?", False: "!", True: ""}
+
+
 def _interval(iv):
-    return "-" if iv is None else f"[{iv.lo:.6f}, {iv.hi:.6f}]"
+    return "-" if iv is None else f"[{iv.lo:.6f}, {iv.hi:.6f}]{_MARK[iv.valid]}"
+
+
+def _pvalue(r):
+    return "-" if r.pvalue is None else f"{r.pvalue:.6f}{_MARK[r.pvalue_valid]}"
+
+
+def validity_notes(results) -> list[str]:
+    """One line per mark of the table: why an interval or p-value is marked
+    ``?`` (coverage / size not measured here) or ``!`` (measured short)."""
+    out = {}
+    for r in results:
+        for x in [r, *r.per_class.values()]:
+            if x.interval is not None and x.interval.valid is not True:
+                out.setdefault(f"{_MARK[x.interval.valid]} {r.evaluator}: interval: "
+                               f"{x.interval.validity_note}", None)
+            if x.pvalue is not None and x.pvalue_valid is not True:
+                out.setdefault(f"{_MARK[x.pvalue_valid]} p-value: {x.pvalue_note}", None)
+    return list(out)
 
 
 def result_table(results) -> str:
@@ -49,11 +71,11 @@ def result_table(results) -> str:
     for r in results:
         rows.append((r.evaluator, r.mode, "all" if r.per_class else "-", str(r.p),
                      _fmt(r.estimate), _fmt(r.debiased), _fmt(r.hyper), _interval(r.interval),
-                     _fmt(r.pvalue)))
+                     _pvalue(r)))
         for k, c in r.per_class.items():
             if len(r.per_class) > 1:
                 rows.append(("", "", str(k), "", _fmt(c.estimate), _fmt(c.debiased),
-                             _fmt(c.hyper), _interval(c.interval), _fmt(c.pvalue)))
+                             _fmt(c.hyper), _interval(c.interval), _pvalue(c)))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -107,10 +129,10 @@ def cmd_evaluate(args) -> int:
     import warnings
 
     from . import families
-    from .api import evaluate
+    from .api import AUTO, evaluate
 
     plot = check_plot_path(args.plot) if args.plot else None
-    names = args.evaluator or ["ece_es_cv"]
+    names = list(dict.fromkeys(args.evaluator or ["ece_es_cv"]))
     for name in names:                   # an unknown name fails before any work
         if name == AUTO:
             continue
@@ -126,12 +148,13 @@ def cmd_evaluate(args) -> int:
     p = "max" if args.p == "max" else int(args.p)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        if AUTO in names:
-            names = _auto(names, probs, y, args.mode, args.classes, p, args.json)
         results = [evaluate(probs, y, evaluator=name, mode=args.mode, classes=args.classes, p=p,
                             from_logits=False, interval=args.interval,
                             test=None if args.test == "none" else args.test)
                    for name in names]
+        for r in results:               # auto: which number this is, and why
+            if r.note:
+                print(r.note, file=sys.stderr if args.json else sys.stdout, flush=True)
         if plot:
             from .api import to_numpy
             _plot(probs, to_numpy(y, "labels"), results, args.mode, plot)
@@ -141,27 +164,15 @@ def cmd_evaluate(args) -> int:
         print(json.dumps([r.to_dict() for r in results], indent=2))
     else:
         print(result_table(results))
+        notes = validity_notes(results)
+        if notes:
+            print("\n".join(notes))
         if plot:
             print(f"reliability diagram: {plot}")
     return 0
 
 
 # -------------------------------------------------------------------- choose
-#: ``--evaluator auto``: the evaluator :func:`fitontest.choose.choose_evaluator` picks
-AUTO = "auto"
-
-
-def _auto(names, probs, y, mode, classes, p, to_stderr) -> list[str]:
-    """``names`` with ``auto`` replaced by the chooser's pick (default settings,
-    criterion ce); prints the one line saying which and why."""
-    from .choose import choose_evaluator
-
-    if p == "max":
-        raise ValueError("--evaluator auto chooses for p = 1 or 2, not max")
-    choice = choose_evaluator(probs, y, mode=mode, classes=classes, p=p,
-                              from_logits=False, interval=None)
-    print(choice.reason(), file=sys.stderr if to_stderr else sys.stdout, flush=True)
-    return list(dict.fromkeys(choice.evaluator if n == AUTO else n for n in names))
 
 
 def cmd_choose(args) -> int:

@@ -38,10 +38,14 @@ Methods (``method=``; alpha = 1 - level, theta_hat the used estimate):
 - ``"auto"`` (default): per (family, p) the method of :data:`AUTO` (chosen
   from the coverage benchmark), ``"inverted"`` for unlisted families.
 
-``valid``: False where benchmarks/interval_coverage.py measured this (family,
-method, p) significantly (2 Monte Carlo SEs) below 0.87 coverage in some cell
-at level 0.9 (an :class:`IntervalCoverageWarning` is issued), True where it
-measured no such cell, None where not measured. Both ends are clipped to
+``valid``: read from the measured domain that benchmarks/interval_auto.py
+writes from benchmarks/measured/interval_coverage*.md
+(``fitontest/core/measured/intervals.json``, :mod:`fitontest.core.domains`):
+None -- "coverage not measured here", said in ``validity_note`` -- where the
+(family, method, p), the level (0.9 only), n (the cells' range) or the
+replicates (``n_boot`` >= 100) lie outside what was measured; False where the
+worst measured cell is significantly (2 Monte Carlo SEs) below 0.87 (an
+:class:`IntervalCoverageWarning` is issued); True otherwise. Both ends are clipped to
 [0, mean max(s, 1 - s)^p] (no calibration map is further from the scores);
 the estimate itself is not.
 
@@ -90,65 +94,6 @@ AUTO_DEFAULT = "inverted"
 # laws; docs/methods.md §11.1, §11.3). 0.7 was short on the study's one-vs-rest laws.
 INVERTED_ALPHA_SCALE = 0.6
 
-# (smallest coverage at level 0.9 over the benchmarks' cells, samples of that cell) per
-# (family, method, p), derived by benchmarks/interval_auto.py: inverted (at
-# INVERTED_ALPHA_SCALE) and sun from benchmarks/measured/interval_coverage.md (synthetic
-# worlds, about 400 samples per cell) and, for inverted, interval_coverage_study.md (the
-# default run's own score laws, 144-288 samples per cell; p = 2 inverted from the runs
-# made after the squared CE's worlds got their tail-resolving reference); basic and
-# percentile from the earlier 6-40-sample runs (kept: they under-cover at CE = 0 by
-# construction, and an unmeasured method would not warn).
-MEASURED_MIN_COVERAGE: dict[tuple[str, str, int], tuple[float, int]] = {
-    ("ece_es15", "basic", 1): (0.500, 40),
-    ("ece_es15", "basic", 2): (0.825, 40),
-    ("ece_es15", "inverted", 1): (0.872, 288),
-    ("ece_es15", "inverted", 2): (0.910, 418),
-    ("ece_es15", "percentile", 1): (0.000, 40),
-    ("ece_es15", "percentile", 2): (0.375, 40),
-    ("ece_es15", "sun", 1): (0.908, 426),
-    ("ece_es15", "sun", 2): (0.840, 415),
-    ("ece_es_cv", "basic", 1): (0.417, 12),
-    ("ece_es_cv", "basic", 2): (0.417, 12),
-    ("ece_es_cv", "inverted", 1): (0.896, 144),
-    ("ece_es_cv", "inverted", 2): (0.902, 393),
-    ("ece_es_cv", "sun", 1): (0.690, 394),
-    ("ece_es_cv", "sun", 2): (0.648, 396),
-    ("ece_es_sweep", "basic", 1): (0.575, 40),
-    ("ece_es_sweep", "basic", 2): (0.750, 40),
-    ("ece_es_sweep", "inverted", 1): (0.878, 288),
-    ("ece_es_sweep", "inverted", 2): (0.900, 400),
-    ("ece_es_sweep", "percentile", 1): (0.000, 40),
-    ("ece_es_sweep", "percentile", 2): (0.800, 40),
-    ("ece_es_sweep", "sun", 1): (0.882, 407),
-    ("ece_es_sweep", "sun", 2): (0.805, 392),
-    ("ece_ew15", "basic", 1): (0.500, 40),
-    ("ece_ew15", "basic", 2): (0.800, 40),
-    ("ece_ew15", "inverted", 1): (0.931, 288),
-    ("ece_ew15", "inverted", 2): (0.915, 397),
-    ("ece_ew15", "percentile", 1): (0.000, 40),
-    ("ece_ew15", "percentile", 2): (0.475, 40),
-    ("ece_ew15", "sun", 1): (0.918, 384),
-    ("ece_ew15", "sun", 2): (0.732, 405),
-    ("ece_ew_cv", "basic", 1): (0.500, 12),
-    ("ece_ew_cv", "basic", 2): (0.500, 12),
-    ("ece_ew_cv", "inverted", 1): (0.913, 288),
-    ("ece_ew_cv", "inverted", 2): (0.905, 382),
-    ("ece_ew_cv", "sun", 1): (0.687, 395),
-    ("ece_ew_cv", "sun", 2): (0.647, 395),
-    ("ece_ew_sweep", "inverted", 1): (0.924, 288),
-    ("ece_ew_sweep", "inverted", 2): (0.915, 397),
-    ("isotonic", "basic", 1): (0.000, 6),
-    ("isotonic", "basic", 2): (0.500, 6),
-    ("isotonic", "inverted", 1): (0.899, 288),
-    ("isotonic", "inverted", 2): (0.908, 426),
-    ("smece", "basic", 1): (0.000, 6),
-    ("smece", "basic", 2): (0.333, 6),
-    ("smece", "inverted", 1): (0.903, 288),
-    ("smece", "inverted", 2): (0.915, 397),
-}
-VALID_COVERAGE = 0.87
-
-
 class IntervalCoverageWarning(UserWarning):
     """The interval's method was measured to under-cover for this family."""
 
@@ -162,7 +107,8 @@ class CEInterval:
     the family's bins) or the family's own functional (``"smECE"``,
     ``"SKCE"``); ``valid``: coverage measured to hold (module docstring);
     ``target``: the family's plug-in CE of the full sample; ``n_boot``: the
-    replicates drawn in all.
+    replicates drawn in all; ``validity_note``: why ``valid`` is what it is (the
+    measured file, or what lies outside its domain).
     """
 
     estimate: float
@@ -175,6 +121,7 @@ class CEInterval:
     target: float = float("nan")
     estimand: str = "population"
     valid: bool | None = None
+    validity_note: str = ""
 
     def contains(self, value: float) -> bool:
         return bool(self.lo <= value <= self.hi)
@@ -327,20 +274,18 @@ def _estimand(fitted, method: str) -> str:
     return "population" if method == "inverted" else fitted.estimand
 
 
-def _validity(name: str | None, method: str, p: int) -> bool | None:
-    """True unless some benchmark cell covered significantly (by 2 Monte Carlo
-    SEs of a share of 0.9) less than VALID_COVERAGE; None where not measured."""
-    got = MEASURED_MIN_COVERAGE.get((name, method, p))
-    if got is None:
-        return None
-    cov, k = got
-    if cov + 2.0 * np.sqrt(0.09 / k) < VALID_COVERAGE:
-        warnings.warn(f"{method!r} intervals of {name} (p={p}) covered the true CE in only "
-                      f"{cov:.0%} of {k} samples in some cell at level 0.9 "
-                      "(benchmarks/measured/interval_coverage*.md, docs/methods.md §11.3)",
+def validity(name: str | None, method: str, p: int, level: float, n: int, n_boot: int):
+    """:class:`fitontest.core.domains.Validity` of an interval: its measured
+    domain (module docstring); warns where it was measured short."""
+    from .core.domains import measured
+
+    key = f"{name}/{method}/{p}"
+    settings = {} if method == "sun" else {"n_boot": int(n_boot)}
+    v = measured("intervals").validity(key, level=float(level), n=int(n), **settings)
+    if v.valid is False:
+        warnings.warn(f"{method!r} intervals of {name} (p={p}): {v.why}",
                       IntervalCoverageWarning, stacklevel=3)
-        return False
-    return True
+    return v
 
 
 def bootstrap_interval(fitted, scores, labels, est: Mapping[str, float] | None = None, *,
@@ -362,6 +307,7 @@ def bootstrap_interval(fitted, scores, labels, est: Mapping[str, float] | None =
     target = float(est["ce_est"] if p == 1 else est["ce_est_sq"])
     name = family if family is not None else registered_name(fitted)
     method = resolve_method(method, name, p)
+    v = validity(name, method, p, level, s.size, n_boot)
     if method == "sun":
         lo, hi = _sun(fitted, level, p)
         n_boot = 0
@@ -381,7 +327,7 @@ def bootstrap_interval(fitted, scores, labels, est: Mapping[str, float] | None =
     lo, hi = min(lo, bound), min(hi, bound)
     return CEInterval(estimate=estimate, lo=lo, hi=hi, level=float(level), n_boot=int(n_boot),
                       method=method, p=p, target=target, estimand=_estimand(fitted, method),
-                      valid=_validity(name, method, p))
+                      valid=v.valid, validity_note=v.why)
 
 
 def ce_interval(estimator_or_name, scores, labels, *, p: int = 1, level: float = 0.9,

@@ -42,10 +42,12 @@ from .families.binning import BinningFamily, assign_bins, bin_stats
 WORLD_T = np.array([0.0, 0.15, 0.3, 0.45, 0.6, 0.8, 1.0, 1.4, 2.0])
 
 #: generator families of the chooser's plausible maps: the reference map (flexible,
-#: monotone), beta calibration (smooth, three parameters; Kull et al. 2017) and Platt
-#: scaling (two); every registered family with a map also works (a spline costs
-#: about 0.25 s a fit at n = 10,000, 40 times more than these)
-GENERATORS = ("reference", "beta", "platt")
+#: monotone, smooth), beta calibration (smooth, three parameters; Kull et al. 2017),
+#: Platt scaling (two) and isotonic regression (a step map: what a binned or
+#: isotonic calibrator leaves, the usual map of a calibrated model); every registered
+#: family with a map also works (a spline costs about 0.25 s a fit at n = 10,000, 40
+#: times more than these)
+GENERATORS = ("reference", "beta", "platt", "isotonic")
 
 #: significance level below which a generator's fit counts as ruled out by the data
 RULE_OUT_ALPHA = 0.01
