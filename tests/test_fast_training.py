@@ -78,6 +78,26 @@ def test_options_validate_and_imply():
         fast_options(True)
 
 
+def test_config_schema_fills_and_checks_the_fast_keys():
+    """The schema's defaults are the eager path; its keys are FastOptions' fields."""
+    import dataclasses
+
+    import yaml
+    from snakemake.utils import validate
+
+    from conftest import REPO, load_config
+
+    schema = str(REPO / "workflow/schemas/config.schema.yaml")
+    c = load_config()
+    validate(c, schema)
+    assert fast_options(c["training"]["fast"]).eager
+    keys = yaml.safe_load(open(schema))["properties"]["training"]["properties"]["fast"]["properties"]
+    assert set(keys) == {f.name for f in dataclasses.fields(fastmod.FastOptions)}
+    c["training"]["fast"] = {"cuda_graphs": True}
+    with pytest.raises(Exception, match="cuda_graphs"):
+        validate(c, schema)
+
+
 def test_unsupported_fused_sgd_falls_back_with_the_reason(monkeypatch, data, tmp_path):
     monkeypatch.setattr(fastmod, "fused_sgd_problem", lambda dev: "RuntimeError: not here")
     lines = []

@@ -168,7 +168,8 @@ def train_one_epoch(model: torch.nn.Module, opt: torch.optim.Optimizer, data: _B
                     recipe: Mapping[str, Any], epoch: int, gen: torch.Generator, *,
                     desc: str = "", progress: bool = False, step: TrainStep | None = None) -> dict:
     """One epoch of SGD with the recipe's per-step learning rate; returns the
-    epoch's log row (mean loss and accuracy over its batches, last lr, times).
+    epoch's log row (mean loss and accuracy over its batches, last lr, times,
+    and ``loss_tenths``: the running mean loss after each tenth of the epoch).
     ``step``: the (fast) training step; the eager one by default."""
     step = step or TrainStep(model, opt, data)
     model.train()
@@ -177,7 +178,8 @@ def train_one_epoch(model: torch.nn.Module, opt: torch.optim.Optimizer, data: _B
     batch = (data.epoch_draws(perm, gen) if step.opts.device_data
              else lambda k: data.draw(perm, k, gen))
     step.reset()
-    seen = 0
+    seen, tenths = 0, []
+    ends = {(i + 1) * data.steps // 10 - 1 for i in range(10)}
     lr = lr_at(recipe, epoch, 0, data.steps)
     bar = progress_bar(data.steps, desc, progress)
     for k in range(data.steps):
@@ -185,6 +187,8 @@ def train_one_epoch(model: torch.nn.Module, opt: torch.optim.Optimizer, data: _B
         step.set_lr(lr)
         step.step(*batch(k))
         seen += data.bs
+        if k in ends:      # the loss curve within the epoch (ten host syncs an epoch)
+            tenths.append(step.loss_sum.item() / seen)
         bar.update(1)
         if progress and (k % 20 == 0 or k == data.steps - 1):
             bar.set_postfix(loss=f"{step.loss_sum.item() / seen:.3f}", lr=f"{lr:.3g}", refresh=False)
@@ -195,7 +199,8 @@ def train_one_epoch(model: torch.nn.Module, opt: torch.optim.Optimizer, data: _B
     return {"epoch": epoch + 1, "loss": loss_sum / seen,
             "accuracy": correct / seen, "lr": lr,
             "seconds": round(time.perf_counter() - t0, 3),
-            "cpu_seconds": round(time.process_time() - c0, 3), "images": seen}
+            "cpu_seconds": round(time.process_time() - c0, 3), "images": seen,
+            "loss_tenths": tenths}
 
 
 def _portable(opt_state: dict) -> dict:
