@@ -29,6 +29,7 @@ Prints one table and writes ``gpu_fast_path.md`` under ``--out``.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import sys
@@ -143,6 +144,9 @@ def phase_variants(args, dev, out: Path, jobs: list, deadline: float) -> None:
         except Exception as exc:      # one broken lever must not cost the others
             _emit(out, kind="variant", model=model, batch=bs, variant=name,
                   error=f"{type(exc).__name__}: {str(exc)[:300]}")
+        gc.collect()                  # a TrainStep is a reference cycle holding its graph's pool
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
 
 
 def phase_check(args, dev, out: Path) -> None:
@@ -169,7 +173,7 @@ def phase_check(args, dev, out: Path) -> None:
     recipe = _recipe(model, args.models[model])
     with tempfile.TemporaryDirectory() as tmp:
         eager_model = None
-        for label, opts in [("eager", None)] + [(v, CHEAP[v]) for v in args.check_variants]:
+        for label, opts in [("eager", None)] + [(v, NAMED[v]) for v in args.check_variants]:
             for seed in args.check_seeds:
                 torch._dynamo.reset()
                 d = Path(tmp) / f"{label}-{seed}"
@@ -237,7 +241,7 @@ def phase_share(args, dev, out: Path) -> None:
         for k in args.share:
             barrier, queue = ctx.Barrier(k), ctx.Queue()
             procs = [ctx.Process(target=_share_worker,
-                                 args=(model, bs, CHEAP[name], args, str(dev), barrier, queue))
+                                 args=(model, bs, NAMED[name], args, str(dev), barrier, queue))
                      for _ in range(k)]
             for p in procs:
                 p.start()
@@ -293,11 +297,11 @@ def main() -> None:
     ap.add_argument("--check-train", type=int, default=N_PAPER)
     ap.add_argument("--check-val", type=int, default=5000)
     ap.add_argument("--check-seeds", type=int, nargs="+", default=[0, 1])
-    ap.add_argument("--check-variants", nargs="+", default=["graph"], choices=sorted(CHEAP))
+    ap.add_argument("--check-variants", nargs="+", default=["graph"], choices=sorted(NAMED))
     ap.add_argument("--export-images", type=int, default=1_000_000)
     ap.add_argument("--share", type=int, nargs="*", default=[4], help="processes at once")
     ap.add_argument("--share-variants", nargs="*", default=["eager", "graph"],
-                    choices=sorted(CHEAP))
+                    choices=sorted(NAMED))
     ap.add_argument("--share-timeout", type=float, default=120.0)
     ap.add_argument("--compile-backend", default="inductor")
     ap.add_argument("--phases", default="ABDC", help="phases to run, in this order")
