@@ -83,7 +83,8 @@ def main() -> None:
     print(f"device: {dev} ({where}); torch {torch.__version__}; {args.steps} timed training "
           f"batches per path, fast = {args.fast}; inference batch {ib}, ~{secs:g}s")
     print(f"{'model':16s} {'params':>11s} {'batch':>5s} {'eager img/s':>12s} {'fast img/s':>11s} "
-          f"{'speedup':>8s} {'infer img/s':>12s} {'s/ep@45k eager':>15s} {'fast':>6s}")
+          f"{'speedup':>8s} {'infer img/s':>12s} {'s/ep@45k eager':>15s} {'fast':>6s} "
+          f"{'CPU-s/ep eager':>15s} {'fast':>6s}")
     rates = {}
     for name in names:
         bs = args.batch or PAPER.get(name, 128)
@@ -93,7 +94,8 @@ def main() -> None:
         rates[name] = (eager, fast, inf)
         print(f"{name:16s} {models.count_parameters(models.get(name)):11,d} {bs:5d} "
               f"{eager['img_s']:12.0f} {fast['img_s']:11.0f} {eager['s_per_step'] / fast['s_per_step']:8.2f} "
-              f"{inf:12.0f} {eager['s_per_epoch']:15.1f} {fast['s_per_epoch']:6.1f}", flush=True)
+              f"{inf:12.0f} {eager['s_per_epoch']:15.1f} {fast['s_per_epoch']:6.1f} "
+              f"{eager['cpu_per_epoch']:15.1f} {fast['cpu_per_epoch']:6.1f}", flush=True)
 
     paper = [n for n in names if n in PAPER]
     if cuda and paper:

@@ -14,6 +14,7 @@ from scipy import stats
 from fitontest.vision import fast as fastmod
 from fitontest.vision.fast import TrainStep, fast_options
 from fitontest.vision.train import _Batches, build, get_recipe, train_model
+from test_train import learnable_data     # a square per class on noise
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -29,17 +30,6 @@ VARIANTS = {
     "compile_step": {**AOT, "compile_scope": "step", "device_data": True},
     "graph+compile": {**AOT, "cuda_graph": True},
 }
-
-
-def learnable_data(n=192, seed=0):
-    """Class k: a bright square at one of 10 positions on noise (as in test_train)."""
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, 10, n)
-    X = rng.integers(0, 80, (n, 32, 32, 3)).astype(np.uint8)
-    for i, k in enumerate(y):
-        r, c = divmod(int(k), 5)
-        X[i, 4 + 12 * r:12 + 12 * r, 2 + 6 * c:8 + 6 * c, k % 3] = 255
-    return X, y
 
 
 @pytest.fixture(scope="module")
