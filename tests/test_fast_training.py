@@ -318,3 +318,44 @@ def test_slurm_profile_edit_puts_trainings_on_one_gpu(tmp_path):
     assert sorted(re.findall(r"arch=(\w+)", group)) == ["net", "net2"]
     res = re.findall(r"resources: (.*)", group)
     assert len(res) == 2 and all("gres=gpu:1" in r and "gpu=0" in r for r in res)
+
+
+# ---------------------------------------------------------------- the device script's table
+
+def test_gpu_fast_path_report_computes_speedups_and_the_verdict(tmp_path):
+    """The table of benchmarks/gpu_fast_path.py from hand-made rows: speedups
+    against the same network's eager row, the fastest variant's projection,
+    and a fast run outside the eager seed spread called so."""
+    import json
+    from types import SimpleNamespace
+
+    from conftest import load_benchmark
+
+    report = load_benchmark("gpu_fast_path_report").report
+
+    def var(name, s_step, bs=128, epochs=200):
+        ep = s_step * (45000 // bs)
+        return {"kind": "variant", "model": "resnet110", "batch": bs, "variant": name,
+                "s_per_step": s_step, "s_per_epoch": ep, "img_s": bs / s_step,
+                "cpu_per_epoch": ep, "setup_s": 1.0, "recipe_h": ep * epochs / 3600,
+                "epochs": epochs, "loss": 2.0, "options": name, "peak_gib": None}
+
+    def check(path, seed, loss, val):
+        return {"kind": "check", "path": path, "seed": seed, "loss": loss, "train_acc": 0.3,
+                "val_acc": val, "epoch_s": 1.0, "tenths": [loss] * 10}
+
+    rows = [var("eager", 0.060), var("graph", 0.012),
+            {"kind": "variant", "model": "resnet110", "batch": 128, "variant": "compile",
+             "skipped": "budget (estimated 120 s)"},
+            check("eager", 0, 1.60, 0.45), check("eager", 1, 1.62, 0.47),
+            check("graph", 0, 1.61, 0.46), check("graph", 1, 1.70, 0.47)]
+    path = tmp_path / "results.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    text = report(path, SimpleNamespace(dry_run=False, steps=40), 400.0)
+    graph_row = next(x for x in text.splitlines() if x.startswith("| graph |"))
+    assert "| 5.00 |" in graph_row                       # 0.060 / 0.012
+    assert "budget (estimated 120 s)" in text
+    assert "| resnet110 | 200 | 1.17 | graph | 0.23 |" in text   # 0.06 s x 351 x 200 / 3600
+    assert "graph, seed 0" in text and "seed 0: |Δloss| 0.0100" in text
+    verdicts = [x for x in text.splitlines() if x.startswith("- graph")]
+    assert "within" in verdicts[0] and "OUTSIDE" in verdicts[1]   # |1.70 - 1.62| > 0.02

@@ -45,6 +45,7 @@ from .fast_options import COMPILE_MODES, CUDAGRAPH_MODES, FastOptions, fast_opti
 
 __all__ = ["FastOptions", "fast_options", "TrainStep", "COMPILE_MODES", "fused_sgd_problem", "usable"]
 
+
 def fused_sgd_problem(dev: torch.device) -> str | None:
     """None where ``SGD(fused=True)`` steps on ``dev`` with this torch; else the reason."""
     try:
