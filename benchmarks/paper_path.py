@@ -7,6 +7,8 @@ tables in config/README.md extrapolate from):
 2. the first epochs of each ``--paper-model`` (ResNet-110 by default) with its paper recipe,
    through ``fitontest.vision.train.train_model`` exactly as the ``train`` rule
    runs it (``max_epochs``), and the recipe's full length extrapolated from the last;
+   on the eager path and on the fast path ``--fast`` (a variant of
+   ``gpu_fast_path.py``, default ``graph``; docs/methods.md §8.5), side by side;
 3. the rehearsal's own network trained with its recipe, then its logits on the
    5,000 validation and the 1,000,000 hold-out images exported as the
    ``export_logits`` rule does (procedural generation + inference, in blocks).
@@ -14,6 +16,7 @@ tables in config/README.md extrapolate from):
 Prints wall and CPU seconds and images/s for each step.
 
     python benchmarks/paper_path.py --device cuda
+    python benchmarks/paper_path.py --device cuda --fast compile+graph --no-rehearsal
     python benchmarks/paper_path.py --device cuda --paper-model densenet40 wrn32 --no-rehearsal
     python benchmarks/paper_path.py --device cpu --n-train 512 --n-holdout 3000 \\
         --paper-model resnet8 --paper-recipe small                                 # a smoke run
@@ -28,6 +31,8 @@ import time
 from pathlib import Path
 
 import yaml
+
+from gpu_fast_path import NAMED      # beside this script (numpy only at import)
 
 
 def _cpu() -> float:
@@ -66,6 +71,9 @@ def main() -> None:
     ap.add_argument("--no-rehearsal", action="store_true",
                     help="time the paper networks only (no rehearsal network, no export)")
     ap.add_argument("--export-jobs", type=int, default=1, help="export worker processes (CPU only)")
+    ap.add_argument("--fast", default="graph", choices=sorted(NAMED),
+                    help="the fast variant timed beside the eager path")
+    ap.add_argument("--no-fast", action="store_true", help="the eager path only")
     args = ap.parse_args()
 
     import torch
@@ -94,23 +102,25 @@ def main() -> None:
     quiet = dict(device=dev, seed=config["training"]["seed"], num_classes=source.num_classes,
                  log=lambda msg: None, progress=False)
     with tempfile.TemporaryDirectory() as tmp:
+        paths = [("eager", None)] + ([] if args.no_fast else [(args.fast, NAMED[args.fast])])
         for model_name in args.paper_model:
             paper = train.get_recipe(args.paper_recipe or model_name)
             k = args.paper_epochs
-            with _Clock(f"{model_name}: epochs 1-{k} of {paper['epochs']} (paper recipe)",
-                        k * len(y)):
-                train.train_model(model_name, X, y, recipe=paper, max_epochs=k,
-                                  out_dir=Path(tmp) / f"paper-{model_name}", **quiet)
-            with open(Path(tmp) / f"paper-{model_name}" / "train_log.csv") as f:
-                rows = list(csv.DictReader(f))
-            for row in rows:
-                print(f"  epoch {row['epoch']}: {float(row['seconds']):.1f} s wall, "
-                      f"{float(row['cpu_seconds']):.1f} CPU-s, "
-                      f"{len(y) / float(row['seconds']):.0f} images/s")
-            last = float(rows[-1]["seconds"])
-            print(f"  -> {paper['epochs']} epochs of batch {paper['batch_size']} at epoch "
-                  f"{rows[-1]['epoch']}'s pace ≈ {last * paper['epochs'] / 3600:.2f} h wall "
-                  "(epoch 1 also autotunes cuDNN)", flush=True)
+            for path, fast in paths:
+                out = Path(tmp) / f"paper-{model_name}-{path}"
+                with _Clock(f"{model_name}, {path}: epochs 1-{k} of {paper['epochs']}", k * len(y)):
+                    train.train_model(model_name, X, y, recipe=paper, max_epochs=k,
+                                      out_dir=out, fast=fast, **quiet)
+                with open(out / "train_log.csv") as f:
+                    rows = list(csv.DictReader(f))
+                for row in rows:
+                    print(f"  epoch {row['epoch']}: {float(row['seconds']):.1f} s wall, "
+                          f"{float(row['cpu_seconds']):.1f} CPU-s, "
+                          f"{len(y) / float(row['seconds']):.0f} images/s, loss {float(row['loss']):.4f}")
+                last = float(rows[-1]["seconds"])
+                print(f"  -> {paper['epochs']} epochs of batch {paper['batch_size']} at epoch "
+                      f"{rows[-1]['epoch']}'s pace ≈ {last * paper['epochs'] / 3600:.2f} h wall "
+                      "(epoch 1 also autotunes cuDNN, compiles, captures)", flush=True)
         if args.no_rehearsal:
             return
 

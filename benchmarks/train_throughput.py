@@ -1,14 +1,19 @@
-"""Training and inference throughput (images/s) per architecture on this device.
+"""Training and inference throughput (images/s) per architecture on this device, eager and fast.
 
     python benchmarks/train_throughput.py                 # device auto
     python benchmarks/train_throughput.py --device cpu --threads 2 --models resnet8 wrn10_2
+    python benchmarks/train_throughput.py --device cuda --fast compile+graph
 
-One training step = the real step of ``fitontest.vision.train`` (gather from the
-uint8 device tensor, standardise, batched shift+flip augmentation, forward,
-backward, Nesterov SGD; bf16 autocast + channels_last on CUDA). Inference =
+Training = two epochs of ``--steps`` batches of synthetic images through the
+real ``fitontest.vision.train.train_one_epoch`` (gather from the uint8 device
+tensor, standardise, batched shift+flip augmentation, forward, backward,
+Nesterov SGD; bf16 autocast + channels_last on CUDA), the second timed: once
+on the eager path and once on the fast path ``--fast`` (a variant of
+``gpu_fast_path.py``, default ``graph``: device-side draws, fused SGD, the
+step in a CUDA graph; docs/methods.md §8.5), side by side. Inference =
 ``predict_logits`` on uint8 images. On CUDA the script also prints the epoch
-times of the paper recipes (45,000 training images) and the time to export
-logits of a 1M hold-out, extrapolated from the measured rates.
+times of the paper recipes (45,000 training images, both paths) and the time
+to export logits of a 1M hold-out, extrapolated from the measured rates.
 """
 from __future__ import annotations
 
@@ -18,66 +23,20 @@ import time
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from fitontest import models
-from fitontest.vision.recipes import get_recipe
 from fitontest.core.runtime import resolve_device
 from fitontest.vision.export import predict_logits
-from fitontest.vision.images import augment_batch, normalise as _normalise
+from gpu_fast_path import NAMED, PAPER, time_variant      # beside this script
 
 CPU_DEFAULT = ["cnn_tiny", "resnet8", "resnet20", "densenet10", "densenet_small",
                "wrn10_2", "wrn16_2", "resnet110"]
 CUDA_DEFAULT = ["resnet8", "densenet_small", "wrn16_2", "resnet110", "densenet40", "wrn32"]
-PAPER_RECIPE = {"resnet110": "resnet110", "densenet40": "densenet40", "wrn32": "wrn32"}
 
 
 def _sync(dev):
     if dev.type == "cuda":
         torch.cuda.synchronize(dev)
-
-
-def train_rate(name: str, dev: torch.device, batch: int, seconds: float, pad_mode: str = "zeros") -> float:
-    cuda = dev.type == "cuda"
-    torch.manual_seed(0)
-    model = models.get(name).to(dev).train()
-    if cuda:
-        model = model.to(memory_format=torch.channels_last)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, nesterov=True, weight_decay=5e-4)
-    n = max(4 * batch, 2048)
-    g = torch.Generator().manual_seed(0)
-    Xd = torch.randint(0, 256, (n, 3, 32, 32), dtype=torch.uint8, generator=g).to(dev)
-    yd = torch.randint(0, 10, (n,), generator=g).to(dev)
-    mean = torch.full((1, 3, 1, 1), 120.0, device=dev)
-    std = torch.full((1, 3, 1, 1), 60.0, device=dev)
-
-    def step():
-        idx = torch.randint(0, n, (batch,), generator=g)
-        shifts = torch.randint(-4, 5, (batch, 2), generator=g)
-        flips = torch.rand(batch, generator=g) < 0.5
-        idx = idx.to(dev)
-        xb = augment_batch(_normalise(Xd[idx], mean, std), shifts, flips, 4, pad_mode)
-        if cuda:
-            xb = xb.contiguous(memory_format=torch.channels_last)
-        with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=cuda):
-            out = model(xb)
-        loss = F.cross_entropy(out.float(), yd[idx])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-
-    for _ in range(3 if cuda else 1):  # warm-up (cuDNN autotune, allocator)
-        step()
-    _sync(dev)
-    done, t0 = 0, time.perf_counter()
-    while True:
-        step()
-        done += 1
-        if done >= 2:
-            _sync(dev)
-            if time.perf_counter() - t0 >= seconds:
-                break
-    return done * batch / (time.perf_counter() - t0)
 
 
 def infer_rate(name: str, dev: torch.device, batch: int, seconds: float) -> float:
@@ -101,9 +60,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="auto")
     ap.add_argument("--models", nargs="*", default=None)
-    ap.add_argument("--batch", type=int, default=128, help="training batch size")
+    ap.add_argument("--batch", type=int, default=None,
+                    help="training batch size (default: the paper recipe's, else 128)")
+    ap.add_argument("--steps", type=int, default=None, help="batches per timed epoch (CUDA 40, CPU 3)")
+    ap.add_argument("--fast", default="graph", choices=sorted(NAMED), help="the fast variant")
     ap.add_argument("--infer-batch", type=int, default=None)
-    ap.add_argument("--seconds", type=float, default=None, help="measuring time per model and mode")
+    ap.add_argument("--seconds", type=float, default=None, help="inference measuring time per model")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     args = ap.parse_args()
 
@@ -114,31 +76,38 @@ def main() -> None:
     names = args.models or (CUDA_DEFAULT if cuda else CPU_DEFAULT)
     secs = args.seconds or (5.0 if cuda else 3.0)
     ib = args.infer_batch or (1024 if cuda else 256)
+    args.steps = args.steps or (40 if cuda else 3)
     where = torch.cuda.get_device_name(dev) if cuda else (
         f"CPU, {torch.get_num_threads()} torch threads, {os.cpu_count()} cores, "
         f"load average {os.getloadavg()[0]:.1f}")
-    print(f"device: {dev} ({where}); torch {torch.__version__}; "
-          f"train batch {args.batch}, inference batch {ib}, ~{secs:g}s per measurement")
-    print(f"{'model':16s} {'params':>11s} {'train img/s':>12s} {'infer img/s':>12s} "
-          f"{'s/epoch@5k':>11s} {'s/epoch@45k':>12s}")
+    print(f"device: {dev} ({where}); torch {torch.__version__}; {args.steps} timed training "
+          f"batches per path, fast = {args.fast}; inference batch {ib}, ~{secs:g}s")
+    print(f"{'model':16s} {'params':>11s} {'batch':>5s} {'eager img/s':>12s} {'fast img/s':>11s} "
+          f"{'speedup':>8s} {'infer img/s':>12s} {'s/ep@45k eager':>15s} {'fast':>6s} "
+          f"{'CPU-s/ep eager':>15s} {'fast':>6s}")
     rates = {}
     for name in names:
-        tr = train_rate(name, dev, args.batch, secs, "reflect" if name == "wrn32" else "zeros")
+        bs = args.batch or PAPER.get(name, 128)
+        eager = time_variant(name, bs, {}, args, dev)
+        fast = time_variant(name, bs, NAMED[args.fast], args, dev, log=print)
         inf = infer_rate(name, dev, ib, secs)
-        rates[name] = (tr, inf)
-        print(f"{name:16s} {models.count_parameters(models.get(name)):11,d} {tr:12.0f} {inf:12.0f} "
-              f"{5000 / tr:11.1f} {45000 / tr:12.1f}", flush=True)
+        rates[name] = (eager, fast, inf)
+        print(f"{name:16s} {models.count_parameters(models.get(name)):11,d} {bs:5d} "
+              f"{eager['img_s']:12.0f} {fast['img_s']:11.0f} {eager['s_per_step'] / fast['s_per_step']:8.2f} "
+              f"{inf:12.0f} {eager['s_per_epoch']:15.1f} {fast['s_per_epoch']:6.1f} "
+              f"{eager['cpu_per_epoch']:15.1f} {fast['cpu_per_epoch']:6.1f}", flush=True)
 
-    paper = [n for n in names if n in PAPER_RECIPE]
+    paper = [n for n in names if n in PAPER]
     if cuda and paper:
-        print("\npaper recipes on 45,000 training images (extrapolated from train batch "
-              f"{args.batch}; DenseNet-40's recipe uses batch 64, so re-run with --batch 64 for it):")
+        print("\npaper recipes on 45,000 training images (each at its recipe's batch unless --batch):")
+        tot = [0.0, 0.0]
         for name in paper:
-            r = get_recipe(PAPER_RECIPE[name])
-            tr, inf = rates[name]
-            ep = 45000 / tr
-            print(f"  {name:11s} {ep:7.1f} s/epoch x {r['epochs']} epochs = {ep * r['epochs'] / 3600:5.2f} h; "
-                  f"1M-image logit export ≈ {1e6 / inf / 60:5.1f} min")
+            eager, fast, inf = rates[name]
+            tot = [tot[0] + eager["recipe_h"], tot[1] + fast["recipe_h"]]
+            print(f"  {name:11s} {eager['epochs']} epochs: eager {eager['s_per_epoch']:6.1f} s/epoch "
+                  f"= {eager['recipe_h']:5.2f} h, {args.fast} {fast['s_per_epoch']:6.1f} s/epoch = "
+                  f"{fast['recipe_h']:5.2f} h; 1M-image logit export ≈ {1e6 / inf / 60:5.1f} min")
+        print(f"  together: eager {tot[0]:.2f} h, {args.fast} {tot[1]:.2f} h")
 
 
 if __name__ == "__main__":

@@ -20,4 +20,5 @@ recipe = {**train.RECIPES[arch["recipe"]], **arch.get("overrides", {})}
 train.train_model(arch["model"], X, y, recipe=recipe,
                   out_dir=Path(snakemake.output.model).parent, device=training["device"],
                   seed=training["seed"], num_classes=source.num_classes, log=log.info,
-                  progress=training["progress"], num_threads=snakemake.threads)
+                  progress=training["progress"], num_threads=snakemake.threads,
+                  fast=training["fast"])

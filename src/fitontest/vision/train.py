@@ -40,6 +40,7 @@ from fitontest import models
 from fitontest.core.io import atomic_path, write_text
 from fitontest.core.runtime import resolve_device, set_torch_threads
 from .export import MODEL_FORMAT
+from .fast import FastOptions, TrainStep, fast_options, usable
 from .images import augment_batch, channel_stats, check_images, normalise, progress_bar
 from .recipes import RECIPES, get_recipe, lr_at, recipe_names, validate_recipe
 
@@ -98,16 +99,19 @@ def _set_rng_states(st: Mapping[str, Any]) -> None:
 
 
 def build(model_name: str, num_classes: int, init_seed: int, recipe: Mapping[str, Any],
-          dev: torch.device) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
-    """The network (seeded initialisation, on ``dev``) and its SGD optimiser."""
+          dev: torch.device, *, channels_last: bool | None = None,
+          fused: bool = False) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+    """The network (seeded initialisation, on ``dev``; channels-last on CUDA
+    unless ``channels_last`` says otherwise) and its SGD optimiser."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(init_seed)
         model = models.get(model_name, num_classes=num_classes)
     model = model.to(dev)
-    if dev.type == "cuda":
+    if dev.type == "cuda" if channels_last is None else channels_last:
         model = model.to(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=recipe["lr"], momentum=recipe["momentum"],
-                          nesterov=recipe["nesterov"], weight_decay=recipe["weight_decay"])
+                          nesterov=recipe["nesterov"], weight_decay=recipe["weight_decay"],
+                          **({"fused": True} if fused else {}))
     return model, opt
 
 
@@ -117,7 +121,7 @@ class _Batches:
     """The training set on the device and the recipe's batching and augmentation."""
 
     def __init__(self, X: np.ndarray, y: np.ndarray, recipe: Mapping[str, Any],
-                 dev: torch.device):
+                 dev: torch.device, channels_last: bool | None = None):
         self.stats = mean, std = channel_stats(X)
         self.n, self.dev, self.pad_mode = len(X), dev, recipe["pad_mode"]
         self.bs = min(recipe["batch_size"], self.n)
@@ -128,63 +132,86 @@ class _Batches:
         self.std = torch.tensor(std, dtype=torch.float32, device=dev).view(1, -1, 1, 1)
         self.shift = recipe["shift"] if recipe["augment"] else 0
         self.flip = recipe["augment"] and recipe["flip"]
+        self.channels_last = dev.type == "cuda" if channels_last is None else channels_last
 
-    def batch(self, idx: torch.Tensor, gen: torch.Generator):
-        """Normalised, augmented images and labels of positions ``idx`` (the
-        augmentation draws come from ``gen``, in a fixed order)."""
-        B = len(idx)
+    def draw(self, perm: torch.Tensor, step: int, gen: torch.Generator):
+        """Positions, shifts and flips of batch ``step`` of the epoch's ``perm``
+        (the augmentation draws come from ``gen``, in a fixed order)."""
+        B = self.bs
         shifts = torch.randint(-self.shift, self.shift + 1, (B, 2), generator=gen) \
             if self.shift else None
         flips = (torch.rand(B, generator=gen) < 0.5) if self.flip else None
+        return perm[step * B:(step + 1) * B], shifts, flips
+
+    def epoch_draws(self, perm: torch.Tensor, gen: torch.Generator):
+        """Every batch's :meth:`draw` of the epoch, made now (the same calls in
+        the same order, so the same numbers) and uploaded in one copy each."""
+        draws = [self.draw(perm, step, gen) for step in range(self.steps)]
+        up = [None if parts[0] is None else torch.stack(parts).to(self.dev, non_blocking=True)
+              for parts in zip(*draws)]
+        return lambda step: tuple(None if t is None else t[step] for t in up)
+
+    def images(self, idx: torch.Tensor, shifts, flips):
+        """Normalised, augmented images and labels of positions ``idx``."""
         idx_d = idx.to(self.dev, non_blocking=True)
         xb = normalise(self.X[idx_d], self.mean, self.std)
         if self.shift or self.flip:
             xb = augment_batch(xb, shifts if shifts is not None
-                               else torch.zeros(B, 2, dtype=torch.long),
+                               else torch.zeros(len(idx_d), 2, dtype=torch.long, device=self.dev),
                                flips, self.shift, self.pad_mode)
-        if self.dev.type == "cuda":
+        if self.channels_last:
             xb = xb.contiguous(memory_format=torch.channels_last)
         return xb, self.y[idx_d]
 
 
 def train_one_epoch(model: torch.nn.Module, opt: torch.optim.Optimizer, data: _Batches,
                     recipe: Mapping[str, Any], epoch: int, gen: torch.Generator, *,
-                    desc: str = "", progress: bool = False) -> dict:
+                    desc: str = "", progress: bool = False, step: TrainStep | None = None) -> dict:
     """One epoch of SGD with the recipe's per-step learning rate; returns the
-    epoch's log row (mean loss and accuracy over its batches, last lr, times)."""
+    epoch's log row (mean loss and accuracy over its batches, last lr, times,
+    and ``loss_tenths``: the running mean loss after each tenth of the epoch).
+    ``step``: the (fast) training step; the eager one by default."""
+    step = step or TrainStep(model, opt, data)
     model.train()
-    dev, cuda = data.dev, data.dev.type == "cuda"
     t0, c0 = time.perf_counter(), time.process_time()
     perm = torch.randperm(data.n, generator=gen)
-    loss_sum = torch.zeros((), device=dev, dtype=torch.float64)
-    correct = torch.zeros((), device=dev, dtype=torch.int64)
-    seen = 0
+    batch = (data.epoch_draws(perm, gen) if step.opts.device_data
+             else lambda k: data.draw(perm, k, gen))
+    step.reset()
+    seen, tenths = 0, []
+    ends = {(i + 1) * data.steps // 10 - 1 for i in range(10)}
     lr = lr_at(recipe, epoch, 0, data.steps)
     bar = progress_bar(data.steps, desc, progress)
-    for step in range(data.steps):
-        lr = lr_at(recipe, epoch, step, data.steps)
-        for g in opt.param_groups:
-            g["lr"] = lr
-        xb, yb = data.batch(perm[step * data.bs:(step + 1) * data.bs], gen)
-        with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=cuda):
-            out = model(xb)
-        loss = F.cross_entropy(out.float(), yb)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        loss_sum += loss.detach().double() * len(yb)
-        correct += (out.detach().argmax(1) == yb).sum()
-        seen += len(yb)
+    for k in range(data.steps):
+        lr = lr_at(recipe, epoch, k, data.steps)
+        step.set_lr(lr)
+        step.step(*batch(k))
+        seen += data.bs
+        if k in ends:      # the loss curve within the epoch (ten host syncs an epoch)
+            tenths.append(step.loss_sum.item() / seen)
         bar.update(1)
-        if progress and (step % 20 == 0 or step == data.steps - 1):
-            bar.set_postfix(loss=f"{loss_sum.item() / seen:.3f}", lr=f"{lr:.3g}", refresh=False)
+        if progress and (k % 20 == 0 or k == data.steps - 1):
+            bar.set_postfix(loss=f"{step.loss_sum.item() / seen:.3f}", lr=f"{lr:.3g}", refresh=False)
     bar.close()
-    if not math.isfinite(loss_sum.item()):
+    loss_sum, correct = step.totals()
+    if not math.isfinite(loss_sum):
         raise FloatingPointError(f"training loss became non-finite in epoch {epoch + 1}")
-    return {"epoch": epoch + 1, "loss": loss_sum.item() / seen,
-            "accuracy": correct.item() / seen, "lr": lr,
+    return {"epoch": epoch + 1, "loss": loss_sum / seen,
+            "accuracy": correct / seen, "lr": lr,
             "seconds": round(time.perf_counter() - t0, 3),
-            "cpu_seconds": round(time.process_time() - c0, 3), "images": seen}
+            "cpu_seconds": round(time.process_time() - c0, 3), "images": seen,
+            "loss_tenths": tenths}
+
+
+def _portable(opt_state: dict) -> dict:
+    """The optimiser state as the eager path keeps it: a float learning rate
+    and no implementation flags (the fast step's tensor lr and fused kernel
+    are how a run is executed, not what it is), so either path resumes it."""
+    for g in opt_state["param_groups"]:
+        if isinstance(g["lr"], torch.Tensor):
+            g["lr"] = float(g["lr"])
+        g.update(fused=None, foreach=None)
+    return opt_state
 
 
 def save_checkpoint(path: Path, meta: Mapping[str, Any], model, opt, gen: torch.Generator,
@@ -193,7 +220,7 @@ def save_checkpoint(path: Path, meta: Mapping[str, Any], model, opt, gen: torch.
     _torch_save_atomic({
         "format": CHECKPOINT_FORMAT, "meta": dict(meta),
         "model": {k: v.detach().cpu() for k, v in model.state_dict().items()},
-        "optimizer": opt.state_dict(), "scheduler": {"epoch": len(history)},
+        "optimizer": _portable(opt.state_dict()), "scheduler": {"epoch": len(history)},
         "generator": gen.get_state(), "rng": _rng_states(), "history": history,
     }, path)
 
@@ -250,7 +277,8 @@ def train_model(model_name: str, X: np.ndarray, y: np.ndarray, *,
                 device: str | torch.device = "auto", seed: int = 0, num_classes: int = 10,
                 log: Callable[[str], Any] = print, resume: bool = True,
                 max_epochs: int | None = None, progress: bool = True,
-                keep_checkpoint: bool = False, num_threads: int | None = None) -> Path:
+                keep_checkpoint: bool = False, num_threads: int | None = None,
+                fast: FastOptions | Mapping[str, Any] | None = None) -> Path:
     """Train ``model_name`` on uint8 NHWC images ``X`` with labels ``y``.
 
     ``recipe`` is a name in :data:`RECIPES` or a mapping of recipe fields.
@@ -261,8 +289,13 @@ def train_model(model_name: str, X: np.ndarray, y: np.ndarray, *,
     ``max_epochs`` stops after that many epochs in total (the schedule still
     follows ``recipe['epochs']``); the ``model.pt`` then says
     ``complete: False`` and the checkpoint is kept for a later resume.
+    ``fast``: the fast path's switches (:mod:`.fast`, docs/methods.md §8.5);
+    None or all off is the eager path. They change how a step runs, not the
+    recipe or the draws, so they are not part of the run's identity: a
+    checkpoint of either path resumes on the other.
     """
     recipe = get_recipe(recipe)
+    opts = fast_options(fast)
     X, y = check_images(X, y, num_classes)
     models.entry(model_name)  # unknown names fail before any work
     dev = resolve_device(device)
@@ -282,26 +315,35 @@ def train_model(model_name: str, X: np.ndarray, y: np.ndarray, *,
 
     if dev.type == "cuda":
         torch.backends.cudnn.benchmark = True
-    model, opt = build(model_name, num_classes, init_seed, recipe, dev)
+    opts = usable(opts, dev, lambda msg: log(f"[{model_name}] {msg}"))
+    how = dict(channels_last=opts.channels_last, fused=opts.fused_optimizer)
+    model, opt = build(model_name, num_classes, init_seed, recipe, dev, **how)
     gen = torch.Generator(device="cpu")
     gen.manual_seed(data_seed)
     history = load_checkpoint(ckpt_path, meta, model, opt, gen, log) if resume else None
     if history is None:
         if resume and ckpt_path.exists():      # a failed load may have touched the state
-            model, opt = build(model_name, num_classes, init_seed, recipe, dev)
+            model, opt = build(model_name, num_classes, init_seed, recipe, dev, **how)
             gen.manual_seed(data_seed)
         history = []
     else:
         log(f"[{model_name}] resuming from {ckpt_path} after epoch {len(history)}/{epochs}")
+        if opts.fused_optimizer:       # the checkpoint holds the eager path's flags (_portable)
+            for g in opt.param_groups:
+                g.update(fused=True, foreach=False)
     start = len(history)
 
-    data = _Batches(X, y, recipe, dev)
+    data = _Batches(X, y, recipe, dev, channels_last=opts.channels_last)
     if start == 0 and stop > 0:
         log(f"[{model_name}] training on {data.n} images, {epochs} epochs x {data.steps} steps "
             f"of {data.bs} on {dev} (seed {seed}, {models.count_parameters(model):,} parameters)")
+    step = None
+    if start < stop and not opts.eager:
+        log(f"[{model_name}] fast path: {opts.describe()}")
+        step = TrainStep(model, opt, data, opts, log=lambda msg: log(f"[{model_name}] {msg}"))
     for epoch in range(start, stop):
         try:
-            row = train_one_epoch(model, opt, data, recipe, epoch, gen,
+            row = train_one_epoch(model, opt, data, recipe, epoch, gen, step=step,
                                   desc=f"{model_name} {epoch + 1}/{epochs}", progress=progress)
         except FloatingPointError as exc:
             raise FloatingPointError(f"[{model_name}] {exc}") from None
