@@ -122,3 +122,14 @@ def test_a_test_of_calibration_says_where_its_size_was_measured():
     assert one_sided.valid is None and "alternative" in one_sided.validity_note
     # the Monte Carlo tests are exact for any n
     assert calibration_test(s[:300], y[:300], "tcal", n_resamples=19).valid is True
+
+
+def test_the_chooser_domain_is_its_measured_files_worst_hull_cell():
+    m = domains.measured("chooser")
+    text = (REPO / m.measured_file).read_text()
+    cov, k = m.methods["ensemble/1"]["cells"]["0.9"]
+    assert f"the hull (no fallback) {100 * cov:.1f} % of {k}" in text
+    cells = [float(x) for x in __import__("re").findall(
+        r"the hull \(no fallback\) ([\d.]+) % of", text)]
+    assert min(cells) == pytest.approx(100 * cov, abs=0.05)     # the worst cell
+    assert m.methods["ensemble/1"]["domain"]["n_worlds"] == [40]  # the users' default

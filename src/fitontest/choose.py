@@ -32,11 +32,16 @@ the tables' rule). Its estimate on the real data is :func:`fitontest.evaluate`'s
 Under ``"ce"`` the worlds also measure each candidate's bias (mean signed CE
 error). Where the bias is clear (|bias| > :data:`DEBIAS_SD` world SDs of the
 signed error) the candidate's estimate is corrected by it, and candidates are
-ranked by the error so adjusted; the *recommended estimate* is the mean of the
+ranked by the error so adjusted; the chooser's estimate is the mean of the
 :data:`ENSEMBLE` best candidates' adjusted estimates (an ensemble, said so in
 the output). ``debias=False`` gives the plain ranking by raw error. The
-constants were chosen on the truth benchmark's own subsets (mainly synthetic
-and procedural): an in-sample choice (docs/methods.md §14.3).
+*recommended estimate* is that one only where the worlds tell it apart from
+:data:`FALLBACK` (:func:`fallback_test`), else :data:`FALLBACK`'s; its
+interval is :func:`recommended_interval`. ``DEBIAS_SD``, ``ENSEMBLE`` and
+``MAP_CANDIDATES`` were chosen on the truth benchmark's own subsets (mainly
+synthetic and procedural): an in-sample choice; the step-map generator and
+:data:`FALLBACK_ALPHA` were declared; all are checked on two held-out step-map
+sources (docs/methods.md §14.3, benchmarks/measured/choose_truth.md).
 
 Cost: ``n_worlds`` fits of every candidate (times 5 for ``"ranking"``), per
 task; 22 CPU-s at n = 10,000 for the default candidates and the interval
