@@ -45,7 +45,7 @@ WORLDS = {"default": S.DEFAULT_RANDOM, "strong": S.STRONG_SHARING, "none": S.NO_
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=300)
-    ap.add_argument("--scores", default="/work/main/results/default/scores.parquet")
+    ap.add_argument("--scores", default="", help="a run's scores.parquet (none: skip that part)")
     ap.add_argument("--evaluators", nargs="*", default=["ece_es15", "pl3_ce", "isotonic"])
     ap.add_argument("--design", nargs="*", default=["paper", "independent"],
                     choices=["paper", "independent"])
@@ -81,14 +81,14 @@ def main() -> None:
             print(f"{design:<12} {wname:<8} {k:>5}  {cov[0]:>14}  {cov[1]:>14}  {100 * n['capture']:10.1f}% "
                   f"{100 * n['expected_capture']:8.1f}% {100 * n['predict']:10.1f}% "
                   f"{100 * o['capture']:10.1f}%", flush=True)
-    path = Path(a.scores)
-    if path.exists():
+    path = Path(a.scores) if a.scores else None
+    if path is not None and path.exists():
         f = pd.read_parquet(path)
         print(f"\nA/A on {path} (every half/half split of an evaluator's seeds)")
         for ev in a.evaluators:
             if ev in set(f["evaluator"]):
                 print(ev, V.aa_rate_frame(f, ev).to_string(index=False))
-    else:
+    elif path is not None:
         print(f"\n({path} not found: no A/A on a real run)")
     print(f"\ntotal {time.perf_counter() - t0:.0f} s")
 
