@@ -19,7 +19,7 @@ rule findings:
         ranked=EVAL["ranked_calibrators"],
         # the finished jobs' benchmark files price what would decide a claim
         # (read when present, not inputs: the findings must not wait on them)
-        results=res(""),
+        results=lambda w, output: os.path.dirname(output.csv),
     conda:
         CONDA_ENV
     script:

@@ -34,7 +34,7 @@ is generated from them):
 - Disaggregated rows (``by``) are the rows of each grouping's table (e.g. the
   by-model, by-size and by-task sections of Table 3); a grouping with a
   single row (one network, one size) repeats the overall row and is left out.
-- Verdict (three outcomes, never from point ranks alone): ``orders(wide,
+- Verdict (never from point ranks alone): ``orders(wide,
   lower_is_better=..., alpha=...)`` receives the same clusters x methods
   matrix as the tables (rows = the policy's independent clusters of the
   run's design, e.g. the (model, task, seed) draws for evaluators, the
@@ -49,6 +49,14 @@ is generated from them):
   **not distinguishable** otherwise — including with fewer clusters than
   the policy's ``min_clusters``. The point order (means) is reported beside
   it as ``point``: *holds* or *does not hold*.
+- The fourth outcome, **equivalent** (checks registered with
+  ``equivalence=True``: ``best``, ``ahead_of``, ``above_threshold``): not
+  supported nor contradicted, and the compared means shown within the
+  claim's margin by TOSTs in one Holm family with the pairwise tests
+  (:mod:`.equivalence`, docs/methods.md §11.5.1). A claim left not
+  distinguishable carries :class:`.projection.Takes`: the outcome its means
+  lead to and the factor on the clusters that decides it at 80 % power
+  (docs/methods.md §11.5.2).
 """
 from __future__ import annotations
 
@@ -103,9 +111,10 @@ CHECKS: dict[str, CheckKind] = {}
 def check_kind(name: str, *, describe, required: Sequence[str], optional: Sequence[str] = (),
                choices: Mapping[str, tuple] | None = None, equivalence: bool = False):
     """Register a check: ``func(evidence, params) -> Outcome`` (the point
-    order, the three-way verdict and their words); it raises
+    order, the verdict, their words and what would decide an open verdict); it raises
     :class:`NotTestable` when the run cannot decide. ``describe(claim, params)``
-    words the precise test; ``choices`` lists the allowed values of enumerated parameters."""
+    words the precise test; ``choices`` lists the allowed values of enumerated parameters;
+    ``equivalence``: the check has the fourth outcome (and its claims a margin)."""
     def deco(func):
         CHECKS[name] = CheckKind(func, describe, tuple(required), tuple(optional),
                                  dict(choices or {}), equivalence)

@@ -7,9 +7,11 @@ wording, its source, and a small test — the tidy frame (``scores``,
 measure (a value column, or ``spearman`` as in Table 4), an optional row
 filter and disaggregation, and one of a few check kinds (:data:`CHECKS`).
 :func:`evaluate_claims` runs every claim on the main truth's rows and gives
-it one of three verdicts — **supported** (the claimed order is significant
-under the policy), **contradicted** (the opposite order is significant) or
-**not distinguishable** — or **not testable** (a method absent, a single
+it one of four verdicts — **supported** (the claimed order is significant
+under the policy), **contradicted** (the opposite order is significant),
+**equivalent** (the compared means within the claim's margin, by TOST:
+docs/methods.md §11.5.1) or **not distinguishable**, with what would decide
+it (docs/methods.md §11.5.2) — or **not testable** (a method absent, a single
 test size, ...), with the point order of the means beside it (*holds* /
 *does not hold*: never a verdict by itself) and the evidence;
 :func:`write_findings` writes ``findings.md`` and ``findings.csv``.
