@@ -312,28 +312,13 @@ def ranking(frame, value: str, inference):
     return out
 
 
-def bench_claim(frame, name: str, measure: str, synthetic: bool, truth: str | None,
-                costs=None):
-    """The findings' row (:mod:`.report.findings`) of the claim "``name`` has
-    the lowest mean ``measure``": its four-outcome verdict, margin and what
-    it would take."""
-    from .report import findings
-
-    c = findings.Claim.from_dict({
-        "id": "bench", "paper": "", "source": "fitontest bench", "measure": measure,
-        "frame": "synthetic" if synthetic else "scores", "check": "best",
-        "params": {"method": name}})
-    key = "synthetic" if synthetic else "scores"
-    return findings.evaluate_claims([c], truth=truth, costs=costs, **{key: frame}).iloc[0]
-
-
 def bench_verdict(m, name: str, what: str, inference, claim=None) -> str:
     """The verdict on "``name`` is the best" (as the findings, four outcomes):
     supported when it is significantly better than every other evaluator,
     contradicted when another is significantly better, equivalent when every
     evaluator not significantly worse than another is within the margin of
     it, else not distinguishable; with its simultaneous rank bounds.
-    ``claim``: :func:`bench_claim`'s row."""
+    ``claim``: the findings' row (:func:`.report.findings.best_claim`)."""
     if name not in m.index:
         return f"no {what}"
     r = m.loc[name]
@@ -356,6 +341,7 @@ def bench_verdict(m, name: str, what: str, inference, claim=None) -> str:
 
 def bench_report(frame, name: str, title: str, truth: str | None, costs=None) -> str:
     from .report import policy
+    from .report.findings import best_claim
 
     truth = policy.pick_truth(frame["truth"], truth)
     f = frame[frame["truth"] == truth]
@@ -386,7 +372,7 @@ def bench_report(frame, name: str, title: str, truth: str | None, costs=None) ->
         mark = "  <-" if e == name else ""
         lines.append(f"{e:<22} {cell(cmee, e)} {cell(err, e)}{mark}")
     if name in f["evaluator"].values:
-        claims = {what: bench_claim(f, name, col, synthetic, truth, costs)
+        claims = {what: best_claim(f, name, col, synthetic, truth, costs)
                   if name in m.index else None
                   for m, what, col in ((cmee, "CMEE", "cmee"), (err, "CE error", "ce_error"))}
         lines.append(f"{name}: {bench_verdict(cmee, name, 'CMEE', inference, claims['CMEE'])}; "

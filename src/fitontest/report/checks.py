@@ -68,8 +68,9 @@ import numpy as np
 import pandas as pd
 
 from . import policy
-from .evidence import (ALPHA, CONTRADICTED, EQUIVALENT, SPEARMAN, SUPPORTED, UNDECIDED,  # noqa: F401
-                       Evidence, NotTestable, Orders, Outcome, _pct, verdict)
+# SPEARMAN, Orders: re-exported (claims, findings and callers import them from here)
+from .evidence import (ALPHA, CONTRADICTED, EQUIVALENT, SPEARMAN, SUPPORTED,  # noqa: F401
+                       UNDECIDED, Evidence, NotTestable, Orders, Outcome, _pct, verdict)
 from .equivalence import tost_target
 from .projection import INF, Takes, kth, target_factor
 from .stats import mean_interval, rank_bounds

@@ -170,6 +170,17 @@ def takes_words(t: Mapping) -> str:
     return words
 
 
+def best_claim(frame: pd.DataFrame, method: str, measure: str, synthetic: bool = False,
+               truth: str | None = None, costs: Mapping[str, float] | None = None) -> pd.Series:
+    """The row of the claim "``method`` has the lowest mean ``measure``" on a
+    scores (or synthetic) frame: ``fitontest bench``'s verdict."""
+    c = Claim.from_dict({"id": "bench", "paper": "", "source": "fitontest bench",
+                         "measure": measure, "frame": "synthetic" if synthetic else "scores",
+                         "check": "best", "params": {"method": method}})
+    key = "synthetic" if synthetic else "scores"
+    return evaluate_claims([c], truth=truth, costs=costs, **{key: frame}).iloc[0]
+
+
 def _cell(s: str) -> str:
     return str(s).replace("|", "\\|").replace("\n", " ")
 
@@ -256,7 +267,7 @@ def write_findings(findings: pd.DataFrame, md_path, csv_path, exp: str = "") -> 
 
 __all__ = ["Claim", "CHECKS", "Evidence", "FRAMES", "Orders", "Outcome", "NotTestable",
            "check_kind", "headline", "SUPPORTED", "CONTRADICTED", "UNDECIDED", "EQUIVALENT",
-           "decisive_run", "what_it_takes", "takes_words", "TAKES_COLUMNS",
+           "decisive_run", "what_it_takes", "takes_words", "TAKES_COLUMNS", "best_claim",
            "load_claims", "filter_words", "ALPHA",
            "evaluate_claims", "evidence_for", "findings_markdown", "write_findings",
            "HOLDS", "FAILS", "NOT_TESTABLE"]
