@@ -103,3 +103,25 @@ def test_tost_power_is_what_the_claims_tost_reaches():
             for a in rng.normal(base, 0.02, (1500, k))]
     se = np.sqrt(power * (1 - power) / len(hits))
     assert np.mean(hits) == pytest.approx(power, abs=4 * se + 0.01)
+
+
+@pytest.mark.parametrize("better", ["lower", "higher"])
+def test_a_threshold_claim_is_projected_on_the_side_of_its_mean(better):
+    """"Above the threshold" is supported by a mean above it whichever way the
+    measure is better (a run caught the projection reading it the other way)."""
+    rng = np.random.default_rng(2)
+    v = 0.5 + rng.normal(0, 0.1, 6)
+    v = v - v.mean()
+    above = P.target_factor(0.62 + v, 0.6, None, 0.05)
+    below = P.target_factor(0.58 + v, 0.6, None, 0.05)
+    assert list(above) == ["supported"] and list(below) == ["contradicted"]
+    assert above["supported"] == pytest.approx(below["contradicted"])
+    rows = pd.DataFrame({"arch": "net", "task": "car", "calibrator": "none", "size": 1000,
+                         "truth": "isotonic", "subsets": "independent", "evaluator": "e",
+                         "seed": np.arange(6), "cmee": 0.62 + v})
+    c = F.Claim.from_dict({"id": "c", "paper": "p", "source": "s", "frame": "scores",
+                           "measure": "cmee", "check": "above_threshold",
+                           "params": {"method": "e", "threshold": 0.6}, "margin": "none",
+                           "better": better})
+    r = F.evaluate_claims([c], scores=rows).iloc[0]
+    assert r["status"] == F.UNDECIDED and r["takes_outcome"] == F.SUPPORTED, r["takes"]

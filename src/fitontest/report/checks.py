@@ -400,7 +400,7 @@ def check_above_threshold(ev: Evidence, p):
     text = f"{m} mean {ev.measure} {means[m]:.4g} vs threshold {t:g}"
     vals = ev.cells([]).units["all"][m].dropna().to_numpy()   # cluster means, own units
     k = ev.inference.min_clusters
-    takes = Takes.pick(target_factor(vals, t, ev.margin, not ev.lower_is_better, ALPHA, k))
+    takes = Takes.pick(target_factor(vals, t, ev.margin, ALPHA, k))
     if len(vals) < k:
         return Outcome(holds, UNDECIDED, text, ev.too_few(), takes)
     lo, hi = mean_interval(vals, 1 - 2 * ALPHA)[1:]    # two one-sided tests at α

@@ -183,17 +183,19 @@ class Projection:
         return float(np.minimum(w[i, j], w[j, i]).max()) if m > 1 else 0.0
 
 
-def target_factor(values, target: float, margin: Margin | None, lower: bool,
-                  level: float, min_clusters: int = 3) -> dict:
-    """Factors for one method's cluster means against a fixed ``target``
-    (one-sided tests at ``level``; TOST within the margin)."""
+def target_factor(values, target: float, margin: Margin | None, level: float,
+                  min_clusters: int = 3) -> dict:
+    """Factors for one method's cluster means against a fixed ``target``: the
+    claim "the mean is above it" supported or contradicted (one-sided tests
+    at ``level``, whichever side the observed mean is on), equivalent (TOST
+    within the margin)."""
     v = np.asarray(values, dtype=np.float64)
     v = v[np.isfinite(v)]
     if v.size < 2:
         return {}
     d, sd, n = float(v.mean() - target), float(v.std(ddof=1)), v.size
     k = k_difference(d, sd, 2 * level, min_clusters) / n     # one-sided at level
-    out = {("supported" if (d > 0) != lower else "contradicted"): k}
+    out = {("supported" if d > 0 else "contradicted"): k}
     if margin is not None:
         out["equivalent"] = k_equivalence(d, sd, margin.delta(target), level, min_clusters) / n
     return out
