@@ -183,7 +183,7 @@ def test_bench_ranks_a_user_module_reusing_finished_results(tmp_path):
     assert job_counts(out) == {"evaluate": 1, "synthetic_evaluate": 1,
                                "collect_scores": 1, "synthetic_collect": 1}
     assert re.search(r"Shrunk: CMEE rank [123] of 3, simultaneous rank bounds [123](–[123])? "
-                     r"\((supported|contradicted|not distinguishable)[^)]*\); "
+                     r"\((supported|contradicted|equivalent|not distinguishable)[^)]*\); "
                      r"CE error rank [123] of 3", second.stdout), second.stdout[-2000:]
     scores = pd.read_parquet(tmp_path / "results/bench/scores.parquet")
     mine = scores[(scores.evaluator == "Shrunk") & (scores.truth == "isotonic")]
@@ -268,8 +268,9 @@ def test_bench_report_marks_ties_and_intervals_over_units():
     assert "3 independent clusters (seed)" in text            # no design column: paper
     text = bench_report(pd.DataFrame(rows).assign(subsets="independent"), "good", "P", None)
     assert "12 independent clusters (arch, task, seed)" in text
-    assert "good: CMEE rank 1 of 3, simultaneous rank bounds 1–2 (not distinguishable " \
-           "from the best)" in text
+    # identical columns: "good is best" reads as what it is (the fourth outcome)
+    assert "good: CMEE rank 1 of 3, simultaneous rank bounds 1–2 (equivalent: good and twin " \
+           "within ±5 % of each other's mean cmee; the others significantly worse)" in text
     good = next(line for line in text.splitlines() if line.startswith("good"))
     twin = next(line for line in text.splitlines() if line.startswith("twin"))
     assert good.count("*") == 2 and twin.count("*") == 2      # identical columns: both tied
@@ -285,3 +286,24 @@ def test_evaluate_prints_the_calibration_test_p_value(npz):
     assert got["test"] == "kuiper" and got["pvalue"] == pytest.approx(want.pvalue)
     table = run_cli("evaluate", path, "--evaluator", "ece_es15", "--test", "none")
     assert table.returncode == 0 and "p-value" in table.stdout.splitlines()[0]
+
+
+def test_bench_report_says_what_would_decide_an_open_verdict():
+    from fitontest.cli import bench_report
+
+    rng = np.random.default_rng(0)
+    rows = [dict(arch=a, task=t, calibrator=c, seed=s, size=1000, truth="isotonic",
+                 evaluator=ev, cmee=v, ce_error=v, subsets="independent")
+            for a in ("a", "b") for t in ("t1", "t2") for c in ("c1", "c2") for s in range(3)
+            for base in [rng.normal(0.05, 0.01)]
+            for ev, shift in (("good", 0.0), ("twin", 0.001), ("bad", 0.03))
+            for v in [base + shift + rng.normal(0, 0.004)]]
+    text = bench_report(pd.DataFrame(rows), "good", "P", None, costs={"evaluate": 90.0})
+    assert "(not distinguishable from the best)" in text
+    line = next(x for x in text.splitlines() if x.startswith("  CMEE, what it would take:"))
+    # a factor on the 12 clusters, as more seeds of 3, priced at 30 CPU-s a seed
+    m = re.search(r"with (\d+) independent .* \(now 12\): evaluation\.seeds 3 → (\d+), "
+                  r"\+([\d,]+) CPU-s", line)
+    assert m, line
+    k, seeds, cpu = int(m[1]), int(m[2]), int(m[3].replace(",", ""))
+    assert seeds == -(-k // 4) and cpu == 30 * (seeds - 3)

@@ -323,19 +323,24 @@ def ranking(frame, value: str, inference):
     return out
 
 
-def bench_verdict(m, name: str, what: str, inference) -> str:
-    """The three-outcome verdict on "``name`` is the best" (as the findings):
+def bench_verdict(m, name: str, what: str, inference, claim=None) -> str:
+    """The verdict on "``name`` is the best" (as the findings, four outcomes):
     supported when it is significantly better than every other evaluator,
-    contradicted when another is significantly better, else not
-    distinguishable; with its simultaneous rank bounds."""
+    contradicted when another is significantly better, equivalent when every
+    evaluator not significantly worse than another is within the margin of
+    it, else not distinguishable; with its simultaneous rank bounds.
+    ``claim``: the findings' row (:func:`.report.findings.best_claim`)."""
     if name not in m.index:
         return f"no {what}"
     r = m.loc[name]
     lo, hi = int(r["rank_lo"]), int(r["rank_hi"])
     bounds = f"{lo}" if lo == hi else f"{lo}–{hi}"
+    status = claim["status"] if claim is not None else None
     if r["clusters"] < inference.min_clusters:
         verdict = (f"not distinguishable: {r['clusters']} independent clusters, a test "
                    f"needs {inference.min_clusters}")
+    elif status == "equivalent":
+        verdict = claim["significance"].split(" (α")[0]
     elif hi == 1:
         verdict = "supported as the best: significantly better than every other"
     elif lo > 1:
@@ -345,8 +350,9 @@ def bench_verdict(m, name: str, what: str, inference) -> str:
     return f"{what} rank {r['rank']} of {len(m)}, simultaneous rank bounds {bounds} ({verdict})"
 
 
-def bench_report(frame, name: str, title: str, truth: str | None) -> str:
+def bench_report(frame, name: str, title: str, truth: str | None, costs=None) -> str:
     from .report import policy
+    from .report.findings import best_claim
 
     truth = policy.pick_truth(frame["truth"], truth)
     f = frame[frame["truth"] == truth]
@@ -377,8 +383,14 @@ def bench_report(frame, name: str, title: str, truth: str | None) -> str:
         mark = "  <-" if e == name else ""
         lines.append(f"{e:<22} {cell(cmee, e)} {cell(err, e)}{mark}")
     if name in f["evaluator"].values:
-        lines.append(f"{name}: {bench_verdict(cmee, name, 'CMEE', inference)}; "
-                     f"{bench_verdict(err, name, 'CE error', inference)}")
+        claims = {what: best_claim(f, name, col, synthetic, truth, costs)
+                  if name in m.index else None
+                  for m, what, col in ((cmee, "CMEE", "cmee"), (err, "CE error", "ce_error"))}
+        lines.append(f"{name}: {bench_verdict(cmee, name, 'CMEE', inference, claims['CMEE'])}; "
+                     f"{bench_verdict(err, name, 'CE error', inference, claims['CE error'])}")
+        # what would decide a verdict left open (docs/methods.md §11.5.2)
+        lines += [f"  {what}, what it would take: {c['takes']}" for what, c in claims.items()
+                  if c is not None and c["status"] == "not distinguishable" and c["takes"]]
     return "\n".join(lines)
 
 
@@ -406,6 +418,7 @@ def cmd_bench(args) -> int:
     import yaml
 
     from .core.io import atomic_path
+    from .study import jobstats
 
     name, spec = resolve_evaluator(args.target)
     snakefile = find_snakefile(args.snakefile)
@@ -441,7 +454,8 @@ def cmd_bench(args) -> int:
                              if cfg.get("pseudo_real", True) else ["synthetic study"]):
         print()
         print(bench_report(pd.read_parquet(workdir / target), name, title,
-                           args.truth if "synthetic" not in target else None))
+                           args.truth if "synthetic" not in target else None,
+                           costs=jobstats.costs(workdir / "results" / exp)))
     return 0
 
 

@@ -3,6 +3,7 @@ import pandas as pd
 
 from fitontest.core.io import optional_input, script_logger
 from fitontest.report import findings
+from fitontest.study import jobstats
 
 log = script_logger(snakemake.log[0])
 inp, params = snakemake.input, snakemake.params
@@ -15,6 +16,6 @@ def read(value):
 
 result = findings.evaluate_claims(
     findings.load_claims(), read(inp.scores), read(inp.calibrators), read(inp.synthetic),
-    truth=params.truth, ranked_calibrators=params.ranked)
+    truth=params.truth, ranked_calibrators=params.ranked, costs=jobstats.costs(params.results))
 findings.write_findings(result, snakemake.output.md, snakemake.output.csv, exp=params.exp)
 log.info("%s", findings.headline(result))

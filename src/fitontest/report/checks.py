@@ -34,7 +34,7 @@ is generated from them):
 - Disaggregated rows (``by``) are the rows of each grouping's table (e.g. the
   by-model, by-size and by-task sections of Table 3); a grouping with a
   single row (one network, one size) repeats the overall row and is left out.
-- Verdict (three outcomes, never from point ranks alone): ``orders(wide,
+- Verdict (never from point ranks alone): ``orders(wide,
   lower_is_better=..., alpha=...)`` receives the same clusters x methods
   matrix as the tables (rows = the policy's independent clusters of the
   run's design, e.g. the (model, task, seed) draws for evaluators, the
@@ -49,6 +49,14 @@ is generated from them):
   **not distinguishable** otherwise — including with fewer clusters than
   the policy's ``min_clusters``. The point order (means) is reported beside
   it as ``point``: *holds* or *does not hold*.
+- The fourth outcome, **equivalent** (checks registered with
+  ``equivalence=True``: ``best``, ``ahead_of``, ``above_threshold``): not
+  supported nor contradicted, and the compared means shown within the
+  claim's margin by TOSTs in one Holm family with the pairwise tests
+  (:mod:`.equivalence`, docs/methods.md §11.5.1). A claim left not
+  distinguishable carries :class:`.projection.Takes`: the outcome its means
+  lead to and the factor on the clusters that decides it at 80 % power
+  (docs/methods.md §11.5.2).
 """
 from __future__ import annotations
 
@@ -60,143 +68,12 @@ import numpy as np
 import pandas as pd
 
 from . import policy
-from .aggregate import aggregate_units
-from .stats import mean_interval, pairwise_better, rank_bounds
-
-ALPHA = policy.ALPHA
-SPEARMAN = "spearman"
-Orders = Callable[..., pd.DataFrame]
-SUPPORTED, CONTRADICTED, UNDECIDED = "supported", "contradicted", "not distinguishable"
-
-
-def verdict(supported: bool, contradicted: bool) -> str:
-    """The three outcomes (module docstring); both at once cannot come from
-    consistent rank bounds, and is read as not distinguishable."""
-    if supported and not contradicted:
-        return SUPPORTED
-    if contradicted and not supported:
-        return CONTRADICTED
-    return UNDECIDED
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What a check returns: the point order, the verdict, and their words."""
-
-    point: bool                 # the claimed order holds for the means
-    verdict: str                # SUPPORTED, CONTRADICTED or UNDECIDED
-    evidence: str               # means and ranks
-    significance: str           # the significant orders behind the verdict
-
-
-class NotTestable(Exception):
-    """The run's configuration cannot test the claim (the message says why)."""
-
-
-def _pct(q: float) -> str:
-    return f"{100 * float(q):.3g}%"
-
-
-# ---------------------------------------------------------------------------
-# what a check sees
-
-
-@dataclass
-class Evidence:
-    """A claim's rows, reduced the ways the checks need them."""
-
-    rows: pd.DataFrame          # main-truth rows after the filter (defined measure only)
-    entity: str                 # the compared column: evaluator or calibrator
-    measure: str
-    lower_is_better: bool
-    inference: policy.Inference  # units and independent clusters, as the tables use
-    by: tuple[tuple[str, ...], ...] = ()
-    orders: Orders = pairwise_better
-
-    @property
-    def scale(self) -> float:
-        return policy.scale_for(self.measure)
-
-    def cells(self, rows: Sequence[str]):
-        inf = self.inference
-        return aggregate_units(self.rows, self.measure, list(rows), inf.units,
-                               columns=self.entity, clusters=inf.clusters)
-
-    def fmt(self, v: float) -> str:
-        return f"{v * self.scale:.4g}"
-
-    def means(self) -> pd.Series:
-        """Mean of every method with a defined value, best first."""
-        m = self.table([]).iloc[0]
-        return m.dropna().sort_values(ascending=self.lower_is_better, kind="stable")
-
-    def ranks(self, wide: pd.DataFrame) -> pd.DataFrame:
-        return wide.rank(axis=1, ascending=self.lower_is_better, method="min")
-
-    def overall_ranks(self) -> pd.Series:
-        return self.ranks(self.means().to_frame().T).iloc[0]
-
-    def require(self, methods: Sequence[str], at_least: int = 2) -> pd.Series:
-        """The means, or NotTestable if a method did not run or too few did."""
-        means = self.means()
-        absent = [m for m in methods if m not in means.index]
-        if absent:
-            raise NotTestable(f"{', '.join(absent)} not in this run's {self.entity}s "
-                              f"(with a defined {self.measure})")
-        if len(means) < at_least:
-            raise NotTestable(f"only {len(means)} {self.entity}(s) to compare")
-        return means
-
-    def table(self, rows: Sequence[str]) -> pd.DataFrame:
-        """Cell means by ``rows`` (columns = methods), as the tables compute them."""
-        return self.cells(rows).mean
-
-    def disaggregated(self) -> tuple[pd.DataFrame, list[str]]:
-        """Rows of every ``by`` grouping with two or more rows, and the groupings left out."""
-        parts, skipped = [], []
-        for g in self.by:
-            w = self.table(g)
-            if len(w) < 2:
-                skipped.append(", ".join(g))
-                continue
-            labels = w.index if isinstance(w.index, pd.MultiIndex) else [(v,) for v in w.index]
-            w.index = [", ".join(f"{k}={v}" for k, v in zip(g, t)) for t in labels]
-            parts.append(w)
-        if not parts:
-            raise NotTestable(f"a single row in every grouping ({'; '.join(skipped)})")
-        return pd.concat(parts), skipped
-
-    def better(self, rows: Sequence[str] = (), methods: Sequence[str] | None = None
-               ) -> dict:
-        """Per table row of ``rows`` (``"all"`` without rows): the matrix
-        "significantly better" over ``methods`` (default: those with a
-        defined mean in that row) on the row's independent clusters, or None
-        where the row has fewer clusters than the policy's ``min_clusters``."""
-        inf = self.inference
-        out = {}
-        for label, wide in self.cells(rows).units.items():
-            cols = [m for m in (methods if methods is not None else wide.columns)
-                    if m in wide.columns and wide[m].notna().any()]
-            w = wide[cols]
-            w = w[w.notna().any(axis=1)]
-            out[label] = (None if len(w) < inf.min_clusters else
-                          self.orders(w, lower_is_better=self.lower_is_better, alpha=ALPHA))
-        return out
-
-    def where(self, rows: Sequence[str] = ()) -> str:
-        """Words naming the test behind a verdict: α and the clusters."""
-        inf = self.inference
-        mats = self.cells(rows).units
-        k = min((len(w) for w in mats.values()), default=0)
-        k = str(k) if len({len(w) for w in mats.values()}) <= 1 else f"≥ {k}"
-        return (f"α = {ALPHA}, Holm over the pairs, {k} independent "
-                f"{policy.words(inf.clusters)} clusters")
-
-    def too_few(self, rows: Sequence[str] = ()) -> str:
-        inf = self.inference
-        k = min((len(w) for w in self.cells(rows).units.values()), default=0)
-        return (f"not distinguishable ({k} independent {policy.words(inf.clusters)} "
-                f"cluster(s); a test needs {inf.min_clusters})")
+# SPEARMAN, Orders: re-exported (claims, findings and callers import them from here)
+from .evidence import (ALPHA, CONTRADICTED, EQUIVALENT, SPEARMAN, SUPPORTED,  # noqa: F401
+                       UNDECIDED, Evidence, NotTestable, Orders, Outcome, _pct, verdict)
+from .equivalence import tost_target
+from .projection import INF, Takes, kth, target_factor
+from .stats import mean_interval, rank_bounds
 
 
 def _word(ev_or_claim) -> str:
@@ -214,6 +91,7 @@ class CheckKind:
     required: tuple[str, ...]
     optional: tuple[str, ...] = ()
     choices: Mapping[str, tuple] = field(default_factory=dict)
+    equivalence: bool = False   # has the fourth outcome (takes a margin)
 
     def validate(self, claim_id: str, params: Mapping[str, Any]) -> None:
         missing = [p for p in self.required if p not in params]
@@ -232,14 +110,15 @@ CHECKS: dict[str, CheckKind] = {}
 
 
 def check_kind(name: str, *, describe, required: Sequence[str], optional: Sequence[str] = (),
-               choices: Mapping[str, tuple] | None = None):
+               choices: Mapping[str, tuple] | None = None, equivalence: bool = False):
     """Register a check: ``func(evidence, params) -> Outcome`` (the point
-    order, the three-way verdict and their words); it raises
+    order, the verdict, their words and what would decide an open verdict); it raises
     :class:`NotTestable` when the run cannot decide. ``describe(claim, params)``
-    words the precise test; ``choices`` lists the allowed values of enumerated parameters."""
+    words the precise test; ``choices`` lists the allowed values of enumerated parameters;
+    ``equivalence``: the check has the fourth outcome (and its claims a margin)."""
     def deco(func):
         CHECKS[name] = CheckKind(func, describe, tuple(required), tuple(optional),
-                                 dict(choices or {}))
+                                 dict(choices or {}), equivalence)
         return func
     return deco
 
@@ -276,21 +155,28 @@ def _rank_verdict(ev: Evidence, rows: Sequence[str], method: str, ok) -> tuple[d
     return verdicts, bounds
 
 
-def _overall(ev: Evidence, methods: Sequence[str], ok_each, *, combine=all):
+def _overall(ev: Evidence, methods: Sequence[str], ok_each, *, combine=all, eq_pairs=()):
     """Verdict and words of a claim on the overall row about ``methods``'
     rank bounds: ``ok_each(lo, hi) -> (supported, contradicted)`` per method;
-    supported when every method is, contradicted when any is."""
-    better = ev.better([]).get("all")
-    if better is None:
-        return UNDECIDED, ev.too_few()
+    supported when every method is, contradicted when any is. Also the
+    bounds (None with too few clusters) and which ``eq_pairs`` are equivalent."""
+    d = ev.decide([], eq_pairs=eq_pairs).get("all")
+    if d is None:
+        return UNDECIDED, ev.too_few(), None, {}
+    better, eq = d
     b = rank_bounds(better)
     per = [ok_each(int(b.loc[m, "lo"]), int(b.loc[m, "hi"])) for m in methods]
     v = verdict(combine(s for s, _ in per), any(c for _, c in per))
     return v, (f"{v}: simultaneous rank bounds {_bounds_words(b, methods)} of {len(b)} "
-               f"({ev.where()})")
+               f"({ev.where(n_eq=len(eq))})"), b, eq
 
 
-@check_kind("best", required=["method"],
+def _eq_words(ev: Evidence, methods: Sequence[str]) -> str:
+    return (f"{EQUIVALENT}: {' and '.join(methods)} within {ev.margin.words()} of "
+            f"each other's mean {ev.measure}")
+
+
+@check_kind("best", required=["method"], equivalence=True,
             describe=lambda c, p: f"{p['method']} has the {_word(c)} mean {c.measure_words} "
                                   f"of all {c.entity}s")
 def check_best(ev: Evidence, p):
@@ -301,8 +187,24 @@ def check_best(ev: Evidence, p):
     ties = [c for c in ranks.index if ranks[c] == rank and c != m]
     tied = f" (tied with {', '.join(ties)})" if ties else ""
     text = f"{m} rank {rank}{tied} of {len(means)}; {_listing(ev, means, top=4)}"
-    v, sig = _overall(ev, [m], lambda lo, hi: (hi == 1, lo > 1))
-    return Outcome(rank == 1, v, text, sig)
+    others = [o for o in means.index if o != m]
+    v, sig, b, eq = _overall(ev, [m], lambda lo, hi: (hi == 1, lo > 1),
+                             eq_pairs=[(m, o) for o in others])
+    # the rivals: every other method not significantly worse than any (with m,
+    # the confidence set for the best); m equivalent to each = best up to the margin
+    rivals = [o for o in others if b is None or int(b.loc[o, "lo"]) == 1]
+    if v == UNDECIDED and b is not None and eq and all(eq.get((m, o)) for o in rivals):
+        v = EQUIVALENT
+        sig = (f"{_eq_words(ev, [m, *rivals])}; the others significantly worse "
+               f"({ev.where(n_eq=len(eq))})")
+    takes = None
+    if v == UNDECIDED:
+        pr = ev.projection()["all"]
+        takes = Takes.pick({SUPPORTED: pr.win(m, others, len(others)),
+                            CONTRADICTED: pr.loss(m, others, 1),
+                            EQUIVALENT: max((min(pr.equivalence(m, o), pr.loss(o, means.index, 1))
+                                             for o in rivals), default=INF)})
+    return Outcome(rank == 1, v, text, sig, takes)
 
 
 @check_kind("in_top_k", required=["methods", "k"],
@@ -317,8 +219,13 @@ def check_in_top_k(ev: Evidence, p):
     holds = bool((ranks[methods] <= k).all())
     text = (", ".join(f"{m} rank {int(ranks[m])}" for m in methods) + f" of {len(means)}; "
             + _listing(ev, means, top=k + 1))
-    v, sig = _overall(ev, methods, lambda lo, hi: (hi <= k, lo > k))
-    return Outcome(holds, v, text, sig)
+    v, sig, _, _ = _overall(ev, methods, lambda lo, hi: (hi <= k, lo > k))
+    takes = None
+    if v == UNDECIDED:
+        pr, n = ev.projection()["all"], len(means)
+        takes = Takes.pick({SUPPORTED: max(pr.win(x, means.index, n - k) for x in methods),
+                            CONTRADICTED: min(pr.loss(x, means.index, k) for x in methods)})
+    return Outcome(holds, v, text, sig, takes)
 
 
 def _top(rank) -> str:
@@ -366,11 +273,29 @@ def check_rank_in_majority(ev: Evidence, p):
     sup = sum(v == SUPPORTED for v in got.values())
     con = sum(v == CONTRADICTED for v in got.values())
     v = verdict(_share_met(sup, n, share), not _share_met(n - con, n, share))
+    takes = _rows_takes(ev, m, r, share) if v == UNDECIDED else None
     sig = (f"{v}: rank ≤ {r} significantly in {sup} of {n} rows, significantly not in "
            f"{con} (simultaneous rank bounds per row over that row's independent "
            f"{policy.words(ev.inference.clusters)} clusters; α = {ALPHA}, Holm over each "
            f"row's pairs)")
-    return Outcome(holds, v, text, sig)
+    return Outcome(holds, v, text, sig, takes)
+
+
+def _rows_takes(ev: Evidence, m: str, r: int, share) -> Takes:
+    """Per disaggregated row the factor at which m's rank bound is ≤ r (or
+    certainly > r); the claim needs as many rows as its share."""
+    sup, con = [], []
+    for g in ev.by:
+        if len(ev.table(g)) < 2:
+            continue
+        for pr in ev.projection(g).values():
+            if m in pr.wide.columns:
+                cols = list(pr.wide.columns)
+                sup.append(pr.win(m, cols, len(cols) - r))
+                con.append(pr.loss(m, cols, r))
+    n = len(sup)
+    need = next(q for q in range(n + 1) if _share_met(q, n, share)) if n else 0
+    return Takes.pick({SUPPORTED: kth(sup, need), CONTRADICTED: kth(con, n - need + 1)})
 
 
 @check_kind("rank_trend", required=["method"], optional=["along", "direction"],
@@ -393,8 +318,11 @@ def check_rank_trend(ev: Evidence, p):
     text = f"{m} rank by {along}: " + ", ".join(
         f"{s}: {int(v)}" for s, v in ranks.items()) + f" (of {wide.shape[1]})"
     _, bounds = _rank_verdict(ev, [along], m, lambda lo, hi: (False, False))
+    # every pair of every row ordered: the ranks exact, the trend decided
+    takes = Takes.pick({SUPPORTED if holds else CONTRADICTED: max(
+        pr.all_orders() for pr in ev.projection([along]).values())})
     if any(v not in bounds for v in ranks.index):
-        return Outcome(holds, UNDECIDED, text, ev.too_few([along]))
+        return Outcome(holds, UNDECIDED, text, ev.too_few([along]), takes)
     # on the "worse" scale (larger = in the claimed direction): [lo, hi] per value
     b = [(sign * bounds[v].loc[m, "lo"], sign * bounds[v].loc[m, "hi"]) for v in ranks.index]
     b = [(min(x), max(x)) for x in b]
@@ -404,10 +332,10 @@ def check_rank_trend(ev: Evidence, p):
     v = verdict(sup, con)
     sig = (f"{v}: rank bounds by {along}: " + ", ".join(
         f"{s}: {_span(bounds[s].loc[m])}" for s in ranks.index) + f" ({ev.where([along])})")
-    return Outcome(holds, v, text, sig)
+    return Outcome(holds, v, text, sig, takes if v == UNDECIDED else None)
 
 
-@check_kind("ahead_of", required=["ahead", "behind"],
+@check_kind("ahead_of", required=["ahead", "behind"], equivalence=True,
             describe=lambda c, p: f"every one of {', '.join(p['ahead'])} has a "
                                   f"{'lower' if c.lower_is_better else 'higher'} mean "
                                   f"{c.measure_words} than every one of {', '.join(p['behind'])}")
@@ -418,15 +346,28 @@ def check_ahead_of(ev: Evidence, p):
     pairs = [(a, b) for a in ahead for b in behind]
     holds = all(sign * (means[a] - means[b]) < 0 for a, b in pairs)
     text = _listing(ev, means[[c for c in means.index if c in ahead + behind]])
-    # Holm over the claim's own pairs of methods
-    better = ev.better([], methods=list(dict.fromkeys(ahead + behind))).get("all")
-    if better is None:
-        return Outcome(holds, UNDECIDED, text, ev.too_few())
+    # Holm over the claim's own pairs of methods (and their equivalence tests)
+    methods = list(dict.fromkeys(ahead + behind))
+    pr = ev.projection([], methods=methods)["all"]
+    takes = Takes.pick({SUPPORTED: max(pr.wins.loc[a, b] for a, b in pairs),
+                        CONTRADICTED: min(pr.wins.loc[b, a] for a, b in pairs),
+                        EQUIVALENT: max(min(pr.equivalence(a, b), pr.wins.loc[a, b])
+                                        for a, b in pairs)})
+    d = ev.decide([], methods=methods, eq_pairs=pairs).get("all")
+    if d is None:
+        return Outcome(holds, UNDECIDED, text, ev.too_few(), takes)
+    better, eq = d
     sup = sum(bool(better.loc[a, b]) for a, b in pairs)
     con = sum(bool(better.loc[b, a]) for a, b in pairs)
     v = verdict(sup == len(pairs), con > 0)
-    return Outcome(holds, v, text, f"{v}: ahead significantly in {sup} of {len(pairs)} pairs, "
-                                   f"behind significantly in {con} ({ev.where()})")
+    sig = (f"{v}: ahead significantly in {sup} of {len(pairs)} pairs, behind significantly "
+           f"in {con} ({ev.where(n_eq=len(eq))})")
+    open_ = [(a, b) for a, b in pairs if not better.loc[a, b]]
+    if v == UNDECIDED and eq and all(eq.get(q) for q in open_):
+        v = EQUIVALENT
+        sig = (f"{'; '.join(_eq_words(ev, q) for q in open_)}; ahead significantly in {sup} "
+               f"of {len(pairs)} pairs ({ev.where(n_eq=len(eq))})")
+    return Outcome(holds, v, text, sig, takes if v == UNDECIDED else None)
 
 
 @check_kind("in_bottom_fraction", required=["method", "fraction"],
@@ -441,11 +382,16 @@ def check_in_bottom_fraction(ev: Evidence, p):
     holds = rank > n - size
     text = (f"{m} rank {rank} of {n}; bottom {size} = ranks {n - size + 1}–{n}: "
             + ", ".join(means.index[n - size:]))
-    v, sig = _overall(ev, [m], lambda lo, hi: (lo > n - size, hi <= n - size))
-    return Outcome(holds, v, text, sig)
+    v, sig, _, _ = _overall(ev, [m], lambda lo, hi: (lo > n - size, hi <= n - size))
+    takes = None
+    if v == UNDECIDED:
+        pr = ev.projection()["all"]
+        takes = Takes.pick({SUPPORTED: pr.loss(m, means.index, n - size),
+                            CONTRADICTED: pr.win(m, means.index, size)})
+    return Outcome(holds, v, text, sig, takes)
 
 
-@check_kind("above_threshold", required=["method", "threshold"],
+@check_kind("above_threshold", required=["method", "threshold"], equivalence=True,
             describe=lambda c, p: f"{p['method']}'s mean {c.measure_words} is above {p['threshold']}")
 def check_above_threshold(ev: Evidence, p):
     m, t = p["method"], float(p["threshold"])
@@ -453,9 +399,17 @@ def check_above_threshold(ev: Evidence, p):
     holds = bool(means[m] > t)
     text = f"{m} mean {ev.measure} {means[m]:.4g} vs threshold {t:g}"
     vals = ev.cells([]).units["all"][m].dropna().to_numpy()   # cluster means, own units
-    if len(vals) < ev.inference.min_clusters:
-        return Outcome(holds, UNDECIDED, text, ev.too_few())
+    k = ev.inference.min_clusters
+    takes = Takes.pick(target_factor(vals, t, ev.margin, ALPHA, k))
+    if len(vals) < k:
+        return Outcome(holds, UNDECIDED, text, ev.too_few(), takes)
     lo, hi = mean_interval(vals, 1 - 2 * ALPHA)[1:]    # two one-sided tests at α
     v = verdict(bool(lo > t), bool(hi < t))
-    return Outcome(holds, v, text, f"{v}: {1 - 2 * ALPHA:.0%} t-interval of the mean "
-                                   f"[{lo:.4g}, {hi:.4g}] ({ev.where()})")
+    sig = f"{1 - 2 * ALPHA:.0%} t-interval of the mean [{lo:.4g}, {hi:.4g}] ({ev.where()})"
+    # a false "supported" and a false "equivalent" lie in one tail of the mean:
+    # the TOST needs no share of α (docs/methods.md §11.5.1)
+    if v == UNDECIDED and ev.margin and tost_target(vals, t, ev.margin, k) < ALPHA:
+        v = EQUIVALENT
+        return Outcome(holds, v, text, f"{v}: mean within {ev.margin.words()} of {t:g} (TOST; "
+                                       f"{sig})")
+    return Outcome(holds, v, text, f"{v}: {sig}", takes if v == UNDECIDED else None)

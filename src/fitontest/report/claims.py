@@ -13,7 +13,9 @@ import yaml
 
 from fitontest.study.schema import (CALIBRATOR_COLUMNS, CALIBRATOR_KEYS, SCORE_COLUMNS, SCORE_KEYS,
                                     SYNTHETIC_COLUMNS, SYNTHETIC_KEYS)
+from . import policy
 from .checks import CHECKS, SPEARMAN, NotTestable, _pct
+from .equivalence import Margin
 
 # keys, columns and the compared column of each tidy frame
 FRAMES = {"scores": (SCORE_KEYS, SCORE_COLUMNS, "evaluator"),
@@ -35,6 +37,7 @@ class Claim:
     by: tuple[tuple[str, ...], ...] = ()
     better: str | None = None
     note: str = ""
+    margin: Margin | None = None    # equivalence margin (checks with a fourth outcome)
 
     @property
     def lower_is_better(self) -> bool:
@@ -65,7 +68,7 @@ class Claim:
             raise ValueError(f"a claim must be a mapping, got {d!r}")
         name = d.get("id", "?")
         required = ("id", "paper", "source", "frame", "measure", "check")
-        optional = ("params", "filter", "by", "better", "note")
+        optional = ("params", "filter", "by", "better", "note", "margin")
         missing = [k for k in required if k not in d]
         unknown = sorted(set(d) - set(required) - set(optional))
         if missing or unknown:
@@ -102,9 +105,19 @@ class Claim:
                              f"{d['frame']} frame (other than {entity} and truth)")
         if d.get("better") not in (None, "lower", "higher"):
             raise ValueError(f"claim {name!r}: better must be 'lower' or 'higher'")
+        # fixed before the run: declared, else the measure's default (policy.margin_for)
+        margin = Margin.parse(d.get("margin", policy.margin_for(d["measure"])),
+                              f"claim {name!r}: margin")
+        if not CHECKS[d["check"]].equivalence:
+            if "margin" in d and margin is not None:
+                raise ValueError(f"claim {name!r}: check {d['check']!r} has no equivalence "
+                                 f"outcome, so no margin (checks with one: "
+                                 f"{sorted(k for k, c in CHECKS.items() if c.equivalence)})")
+            margin = None
         return cls(id=str(name), paper=str(d["paper"]), source=str(d["source"]),
                    frame=d["frame"], measure=d["measure"], check=d["check"], params=params,
-                   filter=filt, by=by, better=d.get("better"), note=str(d.get("note") or ""))
+                   filter=filt, by=by, better=d.get("better"), note=str(d.get("note") or ""),
+                   margin=margin)
 
 
 def load_claims(path: str | Path | None = None) -> list[Claim]:

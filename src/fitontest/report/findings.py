@@ -7,9 +7,11 @@ wording, its source, and a small test — the tidy frame (``scores``,
 measure (a value column, or ``spearman`` as in Table 4), an optional row
 filter and disaggregation, and one of a few check kinds (:data:`CHECKS`).
 :func:`evaluate_claims` runs every claim on the main truth's rows and gives
-it one of three verdicts — **supported** (the claimed order is significant
-under the policy), **contradicted** (the opposite order is significant) or
-**not distinguishable** — or **not testable** (a method absent, a single
+it one of four verdicts — **supported** (the claimed order is significant
+under the policy), **contradicted** (the opposite order is significant),
+**equivalent** (the compared means within the claim's margin, by TOST:
+docs/methods.md §11.5.1) or **not distinguishable**, with what would decide
+it (docs/methods.md §11.5.2) — or **not testable** (a method absent, a single
 test size, ...), with the point order of the means beside it (*holds* /
 *does not hold*: never a verdict by itself) and the evidence;
 :func:`write_findings` writes ``findings.md`` and ``findings.csv``.
@@ -40,16 +42,23 @@ import pandas as pd
 
 from fitontest.core.io import write_text
 from . import policy
-from .checks import (ALPHA, CHECKS, CONTRADICTED, SPEARMAN, SUPPORTED, UNDECIDED, Evidence,
-                     NotTestable, Orders, Outcome, check_kind)
+from .checks import (ALPHA, CHECKS, CONTRADICTED, EQUIVALENT, SPEARMAN, SUPPORTED, UNDECIDED,
+                     Evidence, NotTestable, Orders, Outcome, check_kind)
 from .claims import FRAMES, Claim, _apply_filter, filter_words, load_claims
 from .frames import resolve_ranked_calibrators, select_truth, spearman_by_group
+from .projection import Takes, knob
 
 HOLDS, FAILS, NOT_TESTABLE = "holds", "does not hold", "not testable"
+#: what would decide a claim left not distinguishable (docs/methods.md §11.5.2):
+#: the outcome the observed means lead to, the factor on the clusters, the
+#: clusters now and then, the config knob, its value now and then, the added CPU
+TAKES_COLUMNS = ["takes_outcome", "takes_factor", "clusters_now", "clusters_needed",
+                 "takes_knob", "knob_now", "knob_new", "takes_cpu_s"]
 #: ``status``: the verdict (SUPPORTED, CONTRADICTED, UNDECIDED or NOT_TESTABLE);
 #: ``point``: whether the claimed order holds for the means (HOLDS / FAILS; "" if not testable)
 REPORT_COLUMNS = ["id", "source", "paper", "precise", "status", "point", "evidence",
-                  "significance", "note", "check", "frame", "measure", "truth"]
+                  "significance", "margin", "takes", "note", "check", "frame", "measure",
+                  "truth", *TAKES_COLUMNS]
 
 
 # ---------------------------------------------------------------------------
@@ -89,6 +98,7 @@ def evidence_for(claim: Claim, frames: Mapping[str, pd.DataFrame | None], *,
         raise NotTestable(f"the unit keys {missing} are not columns of the rows")
     return Evidence(rows=f, entity=claim.entity, measure=measure,
                     lower_is_better=claim.lower_is_better, inference=inference, by=claim.by,
+                    margin=claim.margin,
                     **({} if orders is None else {"orders": orders})), used
 
 
@@ -96,33 +106,79 @@ def evaluate_claims(claims: Sequence[Claim], scores: pd.DataFrame | None = None,
                     calibrators: pd.DataFrame | None = None,
                     synthetic: pd.DataFrame | None = None, *, truth: str | None = None,
                     ranked_calibrators: Sequence[str] | None = None,
-                    orders: Orders | None = None) -> pd.DataFrame:
+                    orders: Orders | None = None,
+                    costs: Mapping[str, float] | None = None) -> pd.DataFrame:
     """One row per claim (columns :data:`REPORT_COLUMNS`), in the claims' order.
 
     ``truth``: the main truth estimator of the real-data frames (default
     :data:`.policy.MAIN_TRUTH`, else the first present); ``ranked_calibrators``: the
     calibrators Spearman ranks across (as the tables); ``orders``: the
     "significantly better" matrix of a clusters x methods frame (default: the
-    tables' :func:`.stats.pairwise_better`; :mod:`.checks` docstring).
+    tables' :func:`.stats.pairwise_better`; :mod:`.checks` docstring); ``costs``:
+    CPU seconds per rule of this run (:func:`fitontest.study.jobstats.summarise`),
+    to price what would decide the claims left not distinguishable.
     """
     frames = {"scores": scores, "calibrators": calibrators, "synthetic": synthetic}
     out = []
     for c in claims:
-        used = None
+        used, takes = None, {}
         try:
             ev, used = evidence_for(c, frames, truth=truth if c.frame != "synthetic" else None,
                                     ranked_calibrators=ranked_calibrators, orders=orders)
             o: Outcome = CHECKS[c.check].func(ev, c.params)
             status, point, text, sig = (o.verdict, HOLDS if o.point else FAILS, o.evidence,
                                         o.significance)
+            if o.takes is not None:
+                takes = what_it_takes(ev, o.takes, c.frame, costs)
         except NotTestable as e:
             status, point, text, sig = NOT_TESTABLE, "", str(e), "n/a"
         out.append({"id": c.id, "source": c.source, "paper": c.paper, "precise": c.precise(),
                     "status": status, "point": point, "evidence": text, "significance": sig,
-                    "note": c.note,
+                    "margin": c.margin.words() if c.margin else "",
+                    "takes": takes_words(takes), "note": c.note,
                     "check": c.check, "frame": c.frame, "measure": c.measure,
-                    "truth": used or ""})
+                    "truth": used or "", **{k: takes.get(k, np.nan) for k in TAKES_COLUMNS}})
     return pd.DataFrame(out, columns=REPORT_COLUMNS)
+
+
+def what_it_takes(ev: Evidence, takes: Takes, frame: str,
+                  costs: Mapping[str, float] | None = None) -> dict:
+    """A claim's :class:`.projection.Takes` as clusters, the config knob and
+    CPU (:data:`TAKES_COLUMNS`; docs/methods.md §11.5.2)."""
+    now = len(ev.cells([]).units.get("all", ()))
+    out = {"takes_outcome": takes.outcome, "takes_factor": takes.factor, "clusters_now": now,
+           "clusters_needed": float(np.ceil(now * takes.factor - 1e-9))
+           if np.isfinite(takes.factor) else np.inf}
+    k = knob(frame, ev.inference.clusters, ev.rows, takes.factor, costs)
+    return {**out, "takes_knob": k["knob"], "knob_now": k["now"], "knob_new": k["new"],
+            "takes_cpu_s": k["cpu_s"], "_clusters": policy.words(ev.inference.clusters)}
+
+
+def takes_words(t: Mapping) -> str:
+    """One line: the outcome the means lead to and the clusters, knob and CPU it takes."""
+    if not t:
+        return ""
+    if not t["takes_outcome"]:
+        return "never at 80 % power: the observed means do not differ"
+    words = (f"{t['takes_outcome']} at {policy.POWER:.0%} power with "
+             f"{t['clusters_needed']:.0f} independent {t['_clusters']} clusters "
+             f"(now {t['clusters_now']})")
+    if t["takes_knob"]:
+        words += f": {t['takes_knob']} {t['knob_now']:.0f} → {t['knob_new']:.0f}"
+        if np.isfinite(t["takes_cpu_s"]):
+            words += f", +{t['takes_cpu_s']:,.0f} CPU-s at this run's cost"
+    return words
+
+
+def best_claim(frame: pd.DataFrame, method: str, measure: str, synthetic: bool = False,
+               truth: str | None = None, costs: Mapping[str, float] | None = None) -> pd.Series:
+    """The row of the claim "``method`` has the lowest mean ``measure``" on a
+    scores (or synthetic) frame: ``fitontest bench``'s verdict."""
+    c = Claim.from_dict({"id": "bench", "paper": "", "source": "fitontest bench",
+                         "measure": measure, "frame": "synthetic" if synthetic else "scores",
+                         "check": "best", "params": {"method": method}})
+    key = "synthetic" if synthetic else "scores"
+    return evaluate_claims([c], truth=truth, costs=costs, **{key: frame}).iloc[0]
 
 
 def _cell(s: str) -> str:
@@ -130,11 +186,47 @@ def _cell(s: str) -> str:
 
 
 def headline(findings: pd.DataFrame) -> str:
-    """The verdict counts: supported, contradicted, not distinguishable, not testable."""
+    """The outcome counts: supported, contradicted, equivalent, not
+    distinguishable, not testable."""
     n = findings["status"].value_counts()
     return (f"{len(findings)} claims: **{n.get(SUPPORTED, 0)} supported**, "
-            f"**{n.get(CONTRADICTED, 0)} contradicted**, {n.get(UNDECIDED, 0)} not "
-            f"distinguishable, {n.get(NOT_TESTABLE, 0)} not testable with this config")
+            f"**{n.get(CONTRADICTED, 0)} contradicted**, **{n.get(EQUIVALENT, 0)} equivalent**, "
+            f"{n.get(UNDECIDED, 0)} not distinguishable, {n.get(NOT_TESTABLE, 0)} not testable "
+            f"with this config")
+
+
+def decisive_run(findings: pd.DataFrame) -> list[str]:
+    """Per config knob, a ladder: each value that decides more of the claims
+    left not distinguishable (with a finite projection), the claims decided
+    up to it and its added CPU at this run's cost."""
+    t = findings[(findings["status"] == UNDECIDED)
+                 & findings["takes_knob"].astype(object).fillna("").ne("")]
+    out = []
+    for name, g in t.groupby("takes_knob", sort=True):
+        g = g.assign(knob_new=g["knob_new"].astype(float)).sort_values("knob_new", kind="stable")
+        now = float(g["knob_now"].iloc[0])
+        for value, step in g.groupby("knob_new", sort=True):
+            decided = g[g["knob_new"] <= value]
+            cpu = float(step["takes_cpu_s"].iloc[0])
+            out.append(f"`{name}` {now:.0f} → {value:.0f}: decides {len(decided)} of {len(g)} "
+                       f"(+{', '.join(f'`{i}`' for i in step['id'])})"
+                       + (f", +{cpu:,.0f} CPU-s at this run's cost" if np.isfinite(cpu) else ""))
+    return out
+
+
+FOUR_OUTCOMES = (
+    "*Supported*: the claimed order is significant — paired t-tests of every pair of "
+    "methods over the independent clusters of the run's design (those of the tables, "
+    "named in each row), Holm-corrected, α = 0.05, read as simultaneous rank bounds; "
+    "*contradicted*: the opposite order is significant; *equivalent*: neither, and the "
+    "compared means are shown within the claim's margin (declared before the run, "
+    "printed in the row) by two one-sided tests over the same clusters, in one Holm "
+    "family with the pairwise tests (e.g. \"the best\" whose rival is equivalent to it); "
+    "*not distinguishable*: none of these (the run cannot tell, which is not a failure of "
+    "the claim) — its row says what would decide it: the outcome the observed means lead "
+    "to, the independent clusters at which that has 80 % power (from this run's own "
+    "between-cluster variance), the config knob that adds them and its CPU at this run's "
+    "cost per job (docs/methods.md §11.5.1-§11.5.2).")
 
 
 def findings_markdown(findings: pd.DataFrame, exp: str = "") -> str:
@@ -145,23 +237,25 @@ def findings_markdown(findings: pd.DataFrame, exp: str = "") -> str:
         f"{headline(findings)}. Truth estimator: {truths or 'none'}.", "",
         "Each row is one conclusion of Kängsepp, Valk & Kull (2025): the paper's words, the "
         "precise test run on this run's tidy frames, the **verdict**, and the evidence. "
-        "*Supported*: the claimed order is significant — paired t-tests of every pair of "
-        "methods over the independent clusters of the run's design (those of the tables, "
-        "named in each row), Holm-corrected, α = 0.05, read as simultaneous rank bounds; "
-        "*contradicted*: the opposite order is significant; *not distinguishable*: neither "
-        "(the run cannot tell, which is not a failure of the claim). *Point order* says "
+        + FOUR_OUTCOMES + " *Point order* says "
         "whether the means alone order as claimed (the tables' cell means, errors ×1000, "
         "rank 1 = best); it is never a verdict by itself. Claims are declared in "
         "`src/fitontest/report/claims.yaml`.",
         "",
-        "| id | source | the paper says | tested as | verdict | point order | evidence "
-        "| significant orders |",
-        "|:---|:---|:---|:---|:---|:---|:---|:---|"]
+        "| id | source | the paper says | tested as | margin | verdict | point order | evidence "
+        "| significant orders | what it would take |",
+        "|:---|:---|:---|:---|:---|:---|:---|:---|:---|:---|"]
     for r in findings.itertuples():
         precise = r.precise + (f" *{r.note}*" if r.note else "")
         lines.append("| " + " | ".join(_cell(x) for x in (
-            f"`{r.id}`", r.source, r.paper, precise, f"**{r.status}**", r.point or "–",
-            r.evidence, r.significance)) + " |")
+            f"`{r.id}`", r.source, r.paper, precise, r.margin or "–", f"**{r.status}**",
+            r.point or "–", r.evidence, r.significance, r.takes or "–")) + " |")
+    run = decisive_run(findings)
+    if run:
+        lines += ["", "## A run that would decide them", "",
+                  "Each claim left not distinguishable at 80 % power, from this run's "
+                  "variance components (docs/methods.md §11.5.2); the knob's values in "
+                  "ascending order, with the claims each adds:", "", *[f"- {x}" for x in run]]
     return "\n".join(lines) + "\n"
 
 
@@ -172,7 +266,8 @@ def write_findings(findings: pd.DataFrame, md_path, csv_path, exp: str = "") -> 
 
 
 __all__ = ["Claim", "CHECKS", "Evidence", "FRAMES", "Orders", "Outcome", "NotTestable",
-           "check_kind", "headline", "SUPPORTED", "CONTRADICTED", "UNDECIDED",
+           "check_kind", "headline", "SUPPORTED", "CONTRADICTED", "UNDECIDED", "EQUIVALENT",
+           "decisive_run", "what_it_takes", "takes_words", "TAKES_COLUMNS", "best_claim",
            "load_claims", "filter_words", "ALPHA",
            "evaluate_claims", "evidence_for", "findings_markdown", "write_findings",
            "HOLDS", "FAILS", "NOT_TESTABLE"]

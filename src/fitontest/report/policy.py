@@ -44,6 +44,16 @@ LEVEL = 0.95
 ALPHA = 0.05
 INTERVAL_METHOD = ("cluster t-interval: Student-t {level:.0%} interval of the mean of the "
                    "cluster means (k - 1 degrees of freedom)")
+#: The equivalence margin of a claim that declares none (docs/methods.md §11.5.1):
+#: two means are *equivalent* when they differ by less than this, shown by two
+#: one-sided tests. Errors (CMEE, CE error, CEAC): 5 % of the pair's mean
+#: (relative: the errors differ by orders of magnitude between tasks and sizes);
+#: Spearman's rho: 0.05 absolute, less than one swap of two adjacent calibrators
+#: among the six ranked (6 * 2 / (6 * 35) = 0.057).
+EQUIVALENCE_MARGIN = {"spearman": {"absolute": 0.05}}
+DEFAULT_MARGIN = {"relative": 0.05}
+#: the power at which "what it would take" sizes a run (docs/methods.md §11.5.2)
+POWER = 0.8
 SIGNIFICANCE = ("not underlined = significantly worse than at least one other column: "
                 "two-sided paired t-tests of every pair of columns over the shared "
                 "clusters, Holm-corrected over all pairs of the row (family-wise error "
@@ -130,6 +140,11 @@ def inference_for(source: str, measure: str = "",
     if source == "scores" and measure.startswith("spearman"):
         source = "spearman"
     return INFERENCE[(source, design)]
+
+
+def margin_for(measure: str) -> dict:
+    """The default equivalence margin of a measure (:data:`EQUIVALENCE_MARGIN`)."""
+    return dict(EQUIVALENCE_MARGIN.get(measure, DEFAULT_MARGIN))
 
 
 def scale_for(measure: str) -> float:

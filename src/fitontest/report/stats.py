@@ -63,13 +63,20 @@ def mean_interval(values, level: float = 0.95) -> tuple[float, float, float]:
     return m, float(lo), float(hi)
 
 
-def holm(pvalues) -> np.ndarray:
-    """Holm step-down adjusted p-values (same order as given)."""
+def holm(pvalues, max_true: int | None = None) -> np.ndarray:
+    """Holm step-down adjusted p-values (same order as given).
+
+    ``max_true``: at most this many of the hypotheses can be true at once
+    (logical constraints, Shaffer 1986): step j multiplies by
+    min(max_true, n - j + 1) instead of n - j + 1 (docs/methods.md §11.5.1)."""
     p = np.asarray(pvalues, dtype=np.float64)
     if p.size == 0:
         return p
     idx = np.argsort(p)
-    adj = np.minimum(1.0, np.maximum.accumulate((p.size - np.arange(p.size)) * p[idx]))
+    mult = p.size - np.arange(p.size)
+    if max_true is not None:
+        mult = np.minimum(mult, max(int(max_true), 1))
+    adj = np.minimum(1.0, np.maximum.accumulate(mult * p[idx]))
     out = np.empty(p.size)
     out[idx] = adj
     return out
@@ -161,20 +168,37 @@ def pairwise_better(wide: pd.DataFrame, *, lower_is_better: bool = True,
     the whole matrix holds with family-wise error ``alpha``. Pairs with fewer
     than ``min_clusters`` shared clusters are not tested (never significant).
     """
+    return pairwise_family(wide, lower_is_better=lower_is_better, alpha=alpha,
+                           min_clusters=min_clusters)[0]
+
+
+def pairwise_family(wide: pd.DataFrame, extra_p=(), *, lower_is_better: bool = True,
+                    alpha: float = 0.05, min_clusters: int = 3) -> tuple[pd.DataFrame, np.ndarray]:
+    """:func:`pairwise_better` with ``extra_p`` — p-values of further tests
+    about the same pairs (equivalence, :mod:`.equivalence`) — in the same Holm
+    family. At most one hypothesis per pair can be true (a pair cannot both
+    be equal and differ by a margin), so at most m(m-1)/2 are true at once:
+    :func:`holm` with that ``max_true``; without ``extra_p`` it is the plain
+    Holm of the tables. Returns the "significantly better" matrix and which
+    ``extra_p`` are rejected."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     x = wide.to_numpy(dtype=np.float64)
     m = x.shape[1]
+    extra = np.asarray(extra_p, dtype=np.float64).ravel()
     out = np.zeros((m, m), dtype=bool)
+    i, j = np.triu_indices(m, 1)
     if m >= 2 and np.isfinite(x).any(axis=0).sum() >= 2:
         mean, p, n = pairwise_t(x)
         p = np.where(n >= max(2, min_clusters), p, 1.0)
-        i, j = np.triu_indices(m, 1)
-        rej = holm(p[i, j]) < alpha
         diff = mean[i, j] if lower_is_better else -mean[i, j]   # < 0: column i is better
-        out[i[rej & (diff < 0)], j[rej & (diff < 0)]] = True
-        out[j[rej & (diff > 0)], i[rej & (diff > 0)]] = True
-    return pd.DataFrame(out, index=wide.columns, columns=wide.columns)
+    else:
+        p, diff = np.ones((m, m)), np.zeros(i.size)
+    rej = holm(np.concatenate([p[i, j], extra]), max_true=max(i.size, 1)) < alpha
+    rej, extra_rej = rej[:i.size], rej[i.size:]
+    out[i[rej & (diff < 0)], j[rej & (diff < 0)]] = True
+    out[j[rej & (diff > 0)], i[rej & (diff > 0)]] = True
+    return pd.DataFrame(out, index=wide.columns, columns=wide.columns), extra_rej
 
 
 def rank_bounds(better: pd.DataFrame) -> pd.DataFrame:

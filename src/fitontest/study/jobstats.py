@@ -92,6 +92,14 @@ def summarise(results_dir: str | Path) -> pd.DataFrame:
     return out[COLUMNS].sort_values("wall_s", ascending=False)
 
 
+def costs(results_dir: str | Path) -> dict[str, float]:
+    """CPU seconds per rule of a run so far ({} before any benchmark file)."""
+    try:
+        return summarise(results_dir)["cpu_s"].to_dict()
+    except ValueError:          # no benchmarks folder or files yet
+        return {}
+
+
 #: config keys that set the cost of one fit; an extrapolation keeps them equal
 SIZE_KEYS = [("split", "n_val"), ("split", "n_holdout"), ("evaluation", "sizes"),
              ("synthetic", "sizes"), ("synthetic", "n_test")]

@@ -1,0 +1,104 @@
+"""README's "What the default shows" block, generated from a run's results.
+
+The block sits between :data:`BEGIN` and :data:`END` in ``README.md``;
+:func:`render` writes it from the run's ``findings.csv`` (the headline
+counts, the claims table) and Table 3's interval file
+(``tables/table3_cmee.ci.csv``: the "all" row in words), so that no number in
+it is typed::
+
+    python -m fitontest.report.readme results/default            # rewrite README.md
+    python -m fitontest.report.readme results/default --print    # print the block
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pandas as pd
+
+from fitontest.core.io import write_text
+from .findings import FAILS, HOLDS, headline
+
+BEGIN = "<!-- what-the-default-shows: begin (python -m fitontest.report.readme) -->"
+END = "<!-- what-the-default-shows: end -->"
+TABLE3 = Path("tables") / "table3_cmee.ci.csv"
+ALL_ROW = "overall / all"
+
+
+def _cell(r) -> str:
+    half = (r.ci_hi - r.ci_lo) / 2
+    return f"`{r.column}` ({r.mean:.1f} ± {half:.1f})"
+
+
+def table3_words(ci: pd.DataFrame) -> str:
+    """Table 3's "all" row in words: the columns marked significantly worse
+    (the three worst named) and the set not distinguishable from the best."""
+    row = ci[ci["group"] == ALL_ROW].dropna(subset=["mean"]).sort_values("mean")
+    if row.empty:
+        return ""
+    keep = row[row["not_worse"].astype(bool)]
+    worse = row[~row["not_worse"].astype(bool)].sort_values("mean", ascending=False)
+    k = int(row["n_units"].max())
+    named = ", ".join(_cell(r) for r in worse.head(3).itertuples())
+    return (f"Table 3's \"all\" row ({k} independent clusters) marks {len(worse)} of its "
+            f"{len(row)} evaluators significantly worse than another"
+            + (f" — {named} the worst" if named else "")
+            + f" — and leaves {', '.join(_cell(r) for r in keep.itertuples())} as the set "
+            f"not distinguishable from the best (CMEE ×1000, mean ± 95 % half-width).")
+
+
+def render(findings: pd.DataFrame, table3: pd.DataFrame | None = None, run: str = "") -> str:
+    """The block (without the markers): headline, Table 3's "all" row, claims table."""
+    lines = [f"{run + ': ' if run else ''}{headline(findings)}."]
+    if table3 is not None:
+        words = table3_words(table3)
+        if words:
+            lines += ["", words]
+    lines += ["", "| id | the paper says | verdict | margin | point order | what it would take |",
+              "|:---|:---|:---|:---|:---|:---|"]
+    for r in findings.astype(object).fillna("").itertuples():
+        status = r.status if r.status not in ("supported", "contradicted", "equivalent") \
+            else f"**{r.status}**"
+        point = r.point if r.point in (HOLDS, FAILS) else "–"
+        lines.append(f"| `{r.id}` | {r.paper} | {status} | {r.margin or '–'} | {point} | "
+                     f"{str(r.takes).replace('|', '/') or '–'} |")
+    return "\n".join(lines) + "\n"
+
+
+def from_results(results: str | Path, run: str = "") -> str:
+    """:func:`render` on the files of ``results`` (``results/<exp>``)."""
+    results = Path(results)
+    findings = pd.read_csv(results / "findings.csv", keep_default_na=False)
+    t3 = results / TABLE3
+    return render(findings, pd.read_csv(t3) if t3.is_file() else None, run)
+
+
+def replace_block(text: str, block: str) -> str:
+    """``text`` with the part between the markers replaced by ``block``."""
+    if text.count(BEGIN) != 1 or text.count(END) != 1 or text.index(BEGIN) > text.index(END):
+        raise ValueError(f"expected one {BEGIN!r} before one {END!r}")
+    head, rest = text.split(BEGIN)
+    _, tail = rest.split(END)
+    return f"{head}{BEGIN}\n{block}{END}{tail}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m fitontest.report.readme", description=__doc__
+                                 .splitlines()[0])
+    ap.add_argument("results", help="results/<exp> of a finished run")
+    ap.add_argument("--readme", default="README.md", help="the file whose block to rewrite")
+    ap.add_argument("--run", default="", help="words naming the run (date, clusters)")
+    ap.add_argument("--print", action="store_true", help="print the block, write nothing")
+    args = ap.parse_args(argv)
+    block = from_results(args.results, args.run)
+    if args.print:
+        print(block, end="")
+        return 0
+    path = Path(args.readme)
+    write_text(path, replace_block(path.read_text(encoding="utf-8"), block))
+    print(f"rewrote the block of {path} from {args.results}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
