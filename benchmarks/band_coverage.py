@@ -29,10 +29,13 @@ sample: R1, few distinct scores (at most n / 2), and R2, the world band's fit
 leaves the monotone band somewhere.
 
     python benchmarks/band_coverage.py --tune-k --seed 7 --reps 40 [--workers 2]
-    python benchmarks/band_coverage.py --reps 150 --peer-reps 20 --workers 2 \
-        --results results/default --out benchmarks/measured/band_coverage.md
+    python benchmarks/band_coverage.py --reps 100 --tuning-reps 40 --peer-reps 8 \
+        --workers 2 --results results/default [--out FILE]
     python benchmarks/band_coverage.py --write-domain      # bands.json from the .md
     python benchmarks/band_coverage.py --cost
+
+``--write-domain`` derives src/fitontest/core/measured/bands.json from the run of
+record's worst-cell table in benchmarks/measured/band_coverage.md (marked MARK).
 """
 from __future__ import annotations
 
