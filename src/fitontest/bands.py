@@ -22,8 +22,8 @@ Methods (``method=``; alpha = 1 - level):
   from it at the user's scores, the map refitted per world, inflated by
   :data:`WORLD_BAND_SCALE`); beyond them, where the reference map only
   extrapolates, the ``monotone`` band. Narrower than ``monotone`` on smooth
-  maps; it misses step maps (a binned or isotonic calibrator's), which the
-  data cannot tell from smooth ones at the sizes where it misses.
+  maps; measured to miss step maps (a binned or isotonic calibrator's) and
+  one-vs-rest score laws, which no rule on the data told apart.
 - ``"auto"`` (default): :data:`AUTO`, ``monotone`` (its ``reason`` says why).
 
 ``valid`` comes from the measured domain that benchmarks/band_coverage.py
@@ -68,8 +68,8 @@ def band_method(name: str, simultaneous: bool):
 AUTO = "monotone"
 AUTO_REASON = ("auto: the finite-sample monotone band, which holds any non-decreasing map, "
                "step maps included; the narrower world band was measured to miss step maps "
-               "(a binned or isotonic calibrator's), which these data cannot rule out "
-               "(docs/methods.md §11.9)")
+               "(a binned or isotonic calibrator's) and one-vs-rest score laws, which these "
+               "data cannot rule out (docs/methods.md §11.9)")
 DEFAULT_GRID = 201
 #: options whose value is part of a method's measured domain (the seed is not)
 DOMAIN_OPTIONS = ("n_groups", "n_bins", "n_boot", "family", "params")
