@@ -1,16 +1,22 @@
 """Bands for the calibration map (fitontest.bands, docs/methods.md §11.9)."""
 from __future__ import annotations
 
+import json
+import re
 import warnings
+from importlib import resources
 
 import numpy as np
 import pytest
 from scipy import stats
 
+from conftest import REPO
 from fitontest import metrics
-from fitontest.bands import (MEASURED_MIN_COVERAGE, BandCoverageWarning, _reference_fitter,
-                             dyadic_runs, monotone_band_test, reliability_band)
+from fitontest.bands import (AUTO, BandCoverageWarning, _reference_fitter, band_validity,
+                             monotone_band_test, reliability_band, world_parts)
+from fitontest.core import domains
 from fitontest.data import synthetic
+from fitontest.monotone_band import dyadic_runs, monotone_band
 
 
 def _grid(shape, ce):
@@ -113,27 +119,72 @@ def test_world_reference_refit_is_the_worlds_reference_map():
         s, y, _ = synthetic.sample("beta1", 0.1, n, 2)
         order = np.argsort(s)
         ss, yy = s[order], y[order].astype(float)
-        fit, _ = _reference_fitter(ss)
+        fit, _, _ = _reference_fitter(ss)
         np.testing.assert_allclose(fit(yy[None, :], ss)[0],
                                    np.clip(ss + reference_gap(ss, yy, 1), 0, 1), atol=1e-12)
 
 
-def test_world_band_holds_known_map_simultaneously():
+def _world(s, y, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BandCoverageWarning)   # measured short on step maps
+        return reliability_band(s, y, method="world", **kw)
+
+
+def test_world_band_holds_a_smooth_map_on_the_figures_grid():
+    # the default grid runs from the smallest to the largest score, where the
+    # reference map only extrapolates: there the band is the monotone band's
     shape, ce, n = "stairs", 0.1, 3000
-    cmap, g = synthetic.true_map(shape, ce), _grid(shape, ce)
+    cmap = synthetic.true_map(shape, ce)
     held = []
     for seed in range(60):
         s, y, _ = synthetic.sample(shape, ce, n, 100 + seed)
-        band = reliability_band(s, y, level=0.9, method="world", grid=g, seed=seed)
+        band = _world(s, y, level=0.9, seed=seed)
         assert band.simultaneous and band.method == "world"
         held.append(band.holds(cmap).all())
     assert np.mean(held) >= 0.85
 
 
+def test_world_band_is_the_monotone_band_beyond_the_reference_bins():
+    s, y, _ = synthetic.sample("sqrt", 0.1, 3000, 4)
+    g = np.linspace(s.min(), s.max(), 201)
+    parts = world_parts(s, y, g, seed=1)
+    assert 0 < parts.inner.sum() < g.size
+    band = _world(s, y, grid=g, seed=1)
+    mono = monotone_band(s, y, g[~parts.inner], 0.9)
+    np.testing.assert_array_equal(band.lo[~parts.inner], mono[0])
+    np.testing.assert_array_equal(band.hi[~parts.inner], mono[1])
+    # inside, the sup-t band around the reference fit: narrower than monotone there
+    inside = reliability_band(s, y, method="monotone", grid=g[parts.inner])
+    assert np.mean(band.hi - band.lo, where=parts.inner) < inside.width
+
+
+def _step_world(seed, n=3000, steps=5):
+    """Continuous scores, c(s) a step function with jumps of 1 / steps."""
+    rng = np.random.default_rng(seed)
+    s = rng.random(n)
+    c = (np.floor(s * steps) + 0.5) / steps
+    return s, (rng.random(n) < c).astype(int), lambda t: (np.floor(np.asarray(t) * steps)
+                                                           + 0.5) / steps
+
+
+def test_auto_takes_the_band_that_holds_step_maps_and_says_why():
+    # a step map (a binned calibrator's): the narrow world band misses it, the
+    # finite-sample monotone band auto takes holds it
+    world, auto = [], []
+    for seed in range(30):
+        s, y, cmap = _step_world(seed)
+        band = reliability_band(s, y)
+        assert band.method == AUTO == "monotone" and "step maps" in band.reason
+        auto.append(band.holds(cmap).all())
+        world.append(_world(s, y, seed=seed).holds(cmap).all())
+    assert np.mean(auto) >= 0.9
+    assert np.mean(world) <= 0.2
+
+
 def test_world_band_is_seeded_and_narrower_than_monotone():
     s, y, _ = synthetic.sample("sqrt", 0.05, 3000, 0)
-    a = reliability_band(s, y, method="world", seed=3)
-    b = reliability_band(s, y, method="world", seed=3)
+    a = _world(s, y, seed=3)
+    b = _world(s, y, seed=3)
     np.testing.assert_array_equal(a.lo, b.lo)
     assert a.width < reliability_band(s, y, method="monotone").width
 
@@ -197,17 +248,84 @@ def test_band_test_holds_its_level_under_the_null():
     assert np.mean(rejected) <= 0.1
 
 
+def _worst_table():
+    """(method, level) -> (worst coverage, samples) from the measured file's domain table."""
+    text = (REPO / "benchmarks" / "measured" / "band_coverage.md").read_text()
+    table = text.split("<!-- bands domain: worst cells of the run of record -->", 1)[1]
+    rows = {}
+    for line in table.strip().splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[(cells[0], float(cells[2]))] = (float(cells[4]) / 100, int(cells[5]), cells[3])
+    return rows
+
+
+def test_domain_file_is_the_measured_files_worst_cells():
+    data = json.loads(resources.files("fitontest.core").joinpath("measured", "bands.json")
+                      .read_text())
+    rows = _worst_table()
+    assert data["measured_file"] == "benchmarks/measured/band_coverage.md"
+    assert {(m, float(lv)) for m, e in data["methods"].items() for lv in e["cells"]} == set(rows)
+    for (m, lv), (worst, k, ns) in rows.items():
+        e = data["methods"][m]
+        assert e["cells"][f"{lv:g}"] == [pytest.approx(worst), k]
+        assert f"{e['domain']['n']['min']}-{e['domain']['n']['max']}" == ns
+
+
+@pytest.mark.parametrize("method", ["monotone", "world", "bootstrap", "clopper_pearson"])
+def test_valid_flag_follows_the_measured_file(method):
+    # inside the domain the flag is the measured file's worst cell at that level,
+    # read here from the .md (2 Monte Carlo SEs, SHORTFALL points of tolerance)
+    s, y, _ = synthetic.sample("sqrt", 0.05, 500, 0)
+    for (m, level), (worst, k, _) in _worst_table().items():
+        if m != method:
+            continue
+        short = bool(worst + 2 * np.sqrt(level * (1 - level) / k) < level - domains.SHORTFALL)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            band = reliability_band(s, y, level=level, method=method)
+        assert band.valid is (not short), (method, level, worst, band.why)
+        assert any(issubclass(w.category, BandCoverageWarning) for w in caught) is short
+        assert "band_coverage.md" in band.why
+
+
+@pytest.mark.parametrize("kwargs, why", [
+    (dict(level=0.99), "level 0.99"), (dict(n=30), "n = 30"), (dict(n=50_000), "n = 50000"),
+    (dict(grid=np.linspace(0.1, 0.9, 50)), "grid = 'custom'"),
+    (dict(method="world", n_boot=20), "n_boot = 20"),
+    (dict(method="world", family="platt", n_boot=200), "family = 'platt'"),
+    (dict(method="bootstrap", n_boot=50), "n_boot = 50"),
+])
+def test_outside_the_measured_domain_valid_is_none_with_the_reason(kwargs, why):
+    kwargs = dict(kwargs)
+    n = kwargs.pop("n", 300)
+    rng = np.random.default_rng(2)
+    s = rng.random(n)
+    y = (rng.random(n) < s).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BandCoverageWarning)     # None never warns
+        band = reliability_band(s, y, **kwargs)
+    assert band.valid is None
+    assert "coverage not measured here" in band.why and why in band.why
+    assert band.note == "coverage not measured here"
+    if band.method == "monotone":
+        assert "finite-sample guarantee" in band.why
+
+
+def test_band_validity_reads_the_domain_for_a_method_not_measured():
+    assert band_validity("no_such_band", 0.9, 1000).valid is None
+
+
 def test_measured_short_methods_warn_and_say_so():
-    short = [m for m, (cov, k) in MEASURED_MIN_COVERAGE.items()
-             if cov + 2 * np.sqrt(0.09 / k) < 0.87]
-    assert "bootstrap" in short and "monotone" not in short
     s, y, _ = synthetic.sample("sqrt", 0.05, 500, 0)
     with pytest.warns(BandCoverageWarning, match="bootstrap"):
-        band = reliability_band(s, y, method="bootstrap", n_boot=20)
-    assert band.valid is False and not band.simultaneous
+        band = reliability_band(s, y, method="bootstrap")
+    assert band.valid is False and not band.simultaneous and band.note == "measured short"
     with warnings.catch_warnings():
         warnings.simplefilter("error", BandCoverageWarning)
-        assert reliability_band(s, y).valid is True
+        default = reliability_band(s, y)
+    assert default.method == "monotone" and default.valid is True and default.note == ""
 
 
 def test_seeded_bootstrap_is_deterministic():
@@ -260,18 +378,20 @@ def test_reliability_diagram_draws_band_with_legend():
     plt.close(ax.figure)
 
 
-def test_auto_falls_back_to_monotone_below_world_minimum():
+def test_auto_is_monotone_at_every_size():
     rng = np.random.default_rng(1)
-    s = rng.random(12)
-    assert reliability_band(s, (s > 0.5).astype(int)).method == "monotone"
-    s = rng.random(300)
-    assert reliability_band(s, (rng.random(300) < s).astype(int)).method == "world"
+    for n in (12, 300):
+        s = rng.random(n)
+        band = reliability_band(s, (rng.random(n) < s).astype(int))
+        assert band.method == "monotone" and band.reason.startswith("auto")
+    assert reliability_band(s, (s > 0.5).astype(int), method="monotone_dyadic").reason \
+        == "monotone_dyadic: as requested"
 
 
 def test_world_band_keeps_width_where_all_labels_are_zero():
     # the percentile bootstrap collapses to [0, 0] here; the worlds' map is kept off 0
     s, y = _flat_world(0, n=600, c=0.0)
-    band = reliability_band(s, y, method="world")
+    band = _world(s, y)
     assert np.all(band.lo == 0.0) and np.all(band.hi > 0.0)
     assert band.holds(np.full(band.s.size, 0.005)).all()
 
@@ -280,4 +400,15 @@ def test_world_band_with_another_family_is_not_called_measured():
     s, y, _ = synthetic.sample("sqrt", 0.05, 400, 0)
     band = reliability_band(s, y, method="world", family="platt", n_boot=20)
     assert band.valid is None and band.holds(band.fit).all()
-    assert reliability_band(s, y, method="world", n_boot=20).valid is True
+
+
+def test_legend_says_when_coverage_was_not_measured_here():
+    import matplotlib.pyplot as plt
+
+    from fitontest.report.figures.reliability import reliability_diagram
+
+    s, y, _ = synthetic.sample("sqrt", 0.05, 30, 0)           # below the measured n
+    ax = reliability_diagram(s, y, band=0.9)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("coverage not measured here" in t for t in labels), labels
+    plt.close(ax.figure)

@@ -25,7 +25,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("core",)),
     ("methods", ("families", "multiclass", "metrics", "intervals", "worlds",
-                 "selection", "calibration_tests", "bands")),
+                 "selection", "calibration_tests", "bands", "monotone_band")),
     ("data", ("data", "models")),
     ("vision", ("vision",)),
     ("study", ("study",)),

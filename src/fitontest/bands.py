@@ -2,67 +2,35 @@
 
 :func:`reliability_band` returns a :class:`ReliabilityBand`: lower and upper
 ends ``lo``, ``hi`` on a grid ``s`` at nominal ``level``, the method that built
-it, whether it claims to hold the map at every grid point at once
-(``simultaneous``) or at each point on its own, and whether its coverage was
-measured to hold (``valid``, as :class:`~fitontest.intervals.CEInterval`).
+it and why (``reason``), whether it claims to hold the map at every grid point
+at once (``simultaneous``) or at each point on its own, and whether its
+coverage was measured to hold there (``valid``, with the reason ``why``).
 
 Methods (``method=``; alpha = 1 - level):
 
-- ``"monotone"`` (simultaneous, finite sample; Dimitriadis, Dümbgen, Henzi,
-  Puke & Ziegel 2023): the sorted scores are cut into G groups of about equal
-  count (ties kept together; G = every distinct score up to ``n_groups``). For
-  each of the G(G + 1) / 2 runs of consecutive groups the mean of c over the
-  run's points has one-sided Clopper-Pearson bounds at alpha / (G (G + 1))
-  each (Bonferroni over runs and sides). If c is non-decreasing, c(s) is at
-  least the mean over any run whose largest score is <= s and at most the mean
-  over any run whose smallest score is >= s, so lo(s) is the largest lower
-  bound of the first kind and hi(s) the smallest upper bound of the second.
-  Guarantee: given the scores, P(lo(s) <= c(s) <= hi(s) for every s in
-  [0, 1]) >= level for every n, if c is non-decreasing (the binomial bound is
-  valid for the mean of unequal Bernoulli means at these small levels:
-  Hoeffding 1956). Both ends are non-decreasing.
-- ``"monotone_dyadic"`` (simultaneous, finite sample): the same with only the
-  dyadic runs (length 2^e, start a multiple of max(1, 2^(e-1)); about 4 G of
-  them) and Bonferroni over their number. Same guarantee (the runs are fixed by
-  the scores alone); a few per cent narrower.
-- ``"clopper_pearson"`` (pointwise; the scikit-learn prototype's recipe): B
-  equal-count bins, each bin's two-sided Clopper-Pearson interval for its
-  fraction of positives at ``level``, drawn as a step over the bin.
-  ``"clopper_pearson_bonferroni"``: the same at 1 - alpha / B per bin
-  (simultaneous over the bins' means, not over c(s) inside a bin).
-- ``"bootstrap"`` (pointwise; the peers' percentile recipe): the bins' label
-  means on ``n_boot`` resamples (bins fixed), central ``level`` percentile
-  range per bin. A bin whose labels are all 0 (or all 1) gives every replicate
-  the same mean: zero width (scikit-learn issue 30664).
-- ``"family_bootstrap"`` (simultaneous by construction, asymptotic): the map
-  of a fit-on-test family (``family``, default ``"isotonic"``) refitted on
-  ``n_boot`` resamples; band = fitted map +/- q sd(s), sd the replicates'
-  standard deviation on the grid and q the ``level`` quantile of the
-  replicates' largest standardised deviation over the grid (sup-t band).
+- ``"monotone"`` (simultaneous, finite sample; :mod:`fitontest.monotone_band`):
+  holds every non-decreasing map -- smooth, with kinks or a step function --
+  with probability >= level at every n. ``"monotone_dyadic"``: the same over
+  the dyadic runs only (same guarantee, a few per cent narrower).
+- ``"clopper_pearson"`` / ``"clopper_pearson_bonferroni"`` / ``"bootstrap"``
+  (the peers' bin recipes: pointwise, or simultaneous over the bins' means
+  only) and ``"family_bootstrap"`` (sup-t band from resamples of a fit-on-test
+  family): measured to miss the map, flagged ``valid=False``.
 - ``"world"`` (simultaneous, calibrated in the project's worlds,
-  :mod:`fitontest.worlds`): around a fit-on-test family (``family``, default
-  ``"reference"``: the worlds' reference map; any registered family with a
-  map), labels redrawn ``n_boot`` (default 200) times at the user's scores
-  from the reference map, the family refitted per world; q the ``level``
-  quantile of the largest |refit - world map| / sd over the grid (sup-t, the
-  worlds' bias included), band = fit +/- k q sd with k = WORLD_BAND_SCALE
-  calibrated once on the coverage benchmark. No finite-sample guarantee: its
-  coverage is what benchmarks/band_coverage.py measured.
-- ``"auto"`` (default): :data:`AUTO`, chosen by benchmarks/band_coverage.py
-  (the narrowest method whose simultaneous coverage was >= level - 3 points in
-  every cell at level 0.9); below ``WORLD_MIN_POINTS`` points, ``monotone``.
+  :mod:`fitontest.worlds`): between the reference map's first and last bin
+  mean scores, a sup-t band around that map (labels redrawn ``n_boot`` times
+  from it at the user's scores, the map refitted per world, inflated by
+  :data:`WORLD_BAND_SCALE`); beyond them, where the reference map only
+  extrapolates, the ``monotone`` band. Narrower than ``monotone`` on smooth
+  maps; measured to miss step maps (a binned or isotonic calibrator's) and
+  one-vs-rest score laws, which no rule on the data told apart.
+- ``"auto"`` (default): :data:`AUTO`, ``monotone`` (its ``reason`` says why).
 
-``valid``: False where benchmarks/band_coverage.py measured this method short
-(the coverage it claims, simultaneous or pointwise, below ``VALID_COVERAGE``
-by more than 2 Monte Carlo SEs in some cell at level 0.9; a
-:class:`BandCoverageWarning` is issued), True where no cell was short, None
-where not measured.
-
-The band and the calibration test agree for ``"monotone"`` (and
-``"monotone_dyadic"`` with ``dyadic=True``): :func:`monotone_band_test`
-rejects perfect calibration at alpha exactly when the diagonal leaves the
-level 1 - alpha band on its default grid (which holds every jump of the
-band's step ends). The ``"world"`` band has no matching test.
+``valid`` comes from the measured domain that benchmarks/band_coverage.py
+wrote (:func:`fitontest.core.domains.measured` ``("bands")``; the levels, n
+and settings measured on the figures' default grid): None outside it ("coverage
+not measured here"), False where the method's worst measured cell at that level
+is short (a :class:`BandCoverageWarning` is issued), True otherwise.
 """
 from __future__ import annotations
 
@@ -75,10 +43,12 @@ from scipy import stats
 from sklearn.base import clone
 
 from . import families
-from .families.binning import BinningFamily, assign_bins, bin_stats
-from .calibration_tests import CalibrationTestResult
+from .core import domains
+from .core.sizes import chunk_rows, reference_bin_count
 from .core.validation import check_binary
+from .families.binning import BinningFamily, assign_bins, bin_stats
 from .intervals import IntervalCoverageWarning
+from .monotone_band import monotone_band, monotone_band_test
 
 _BUILDERS: dict[str, Callable] = {}
 SIMULTANEOUS: dict[str, bool] = {}
@@ -93,29 +63,17 @@ def band_method(name: str, simultaneous: bool):
     return register
 
 
-# "auto" at any level: the narrowest method whose simultaneous coverage was within
-# 3 points of 0.9 in every cell of benchmarks/measured/band_coverage.md: "world" (mean
-# width 0.213 against 0.292 for monotone_dyadic and 0.297 for monotone; its smallest
-# cells: stairs under U at n = 3000, 91.8 %, and at n = 500, 92.7 %)
-AUTO = "world"
-# "auto" below WORLD_MIN_POINTS points (world refuses them): the finite-sample band
-AUTO_SMALL = "monotone"
-WORLD_MIN_POINTS = 20
-
-# (smallest coverage of the kind the method claims, samples of that cell) at level
-# 0.9 over the cells of benchmarks/measured/band_coverage.md (benchmarks/band_coverage.py)
-# (run of 2026-11-26, --reps 110: 36 cells of 110 samples; the smallest cell decides)
-MEASURED_MIN_COVERAGE: dict[str, tuple[float, int]] = {
-    "monotone": (0.991, 110),
-    "monotone_dyadic": (0.964, 110),
-    "world": (0.918, 110),
-    "clopper_pearson": (0.518, 110),
-    "clopper_pearson_bonferroni": (0.000, 110),
-    "bootstrap": (0.501, 110),
-    "family_bootstrap": (0.000, 110),
-}
-VALID_COVERAGE = 0.87
+#: what ``method="auto"`` builds, at every level and n: the one band measured to
+#: hold step maps as well as smooth ones (benchmarks/measured/band_coverage.md)
+AUTO = "monotone"
+AUTO_REASON = ("auto: the finite-sample monotone band, which holds any non-decreasing map, "
+               "step maps included; the narrower world band was measured to miss step maps "
+               "(a binned or isotonic calibrator's) and one-vs-rest score laws, which these "
+               "data cannot rule out (docs/methods.md §11.9)")
 DEFAULT_GRID = 201
+#: options whose value is part of a method's measured domain (the seed is not)
+DOMAIN_OPTIONS = ("n_groups", "n_bins", "n_boot", "family", "params")
+_GUARANTEED = ("monotone", "monotone_dyadic")
 
 
 class BandCoverageWarning(IntervalCoverageWarning):
@@ -128,9 +86,10 @@ class ReliabilityBand:
 
     ``fit``: the method's estimate of the map on ``s`` (isotonic regression for
     ``monotone``, the bins' fractions of positives for the bin methods, the
-    family's map for ``family_bootstrap``). ``simultaneous``: the level is
-    claimed for all of ``s`` at once (else for each point); ``valid``:
-    coverage measured to hold (module docstring).
+    family's map for ``family_bootstrap`` and ``world``). ``simultaneous``: the
+    level is claimed for all of ``s`` at once (else for each point); ``valid``:
+    coverage measured to hold here (None: not measured here), ``why`` says
+    which; ``reason``: why this method (``auto``).
     """
 
     s: np.ndarray
@@ -143,11 +102,18 @@ class ReliabilityBand:
     fit: np.ndarray | None = None
     valid: bool | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    why: str = ""
+    reason: str = ""
 
     @property
     def width(self) -> float:
         """Mean width over the grid."""
         return float(np.mean(self.hi - self.lo))
+
+    @property
+    def note(self) -> str:
+        """The validity in a few words, for a legend or caption ("" when valid)."""
+        return {None: "coverage not measured here", False: "measured short"}.get(self.valid, "")
 
     def holds(self, c) -> np.ndarray:
         """Per grid point: whether the map ``c`` (a callable, or values on ``s``) is inside."""
@@ -162,14 +128,15 @@ class ReliabilityBand:
              fit: bool = False):
         """Shade the band on ``ax`` (a new figure when None); returns ``ax``.
 
-        The legend entry names the level, pointwise or simultaneous, and the method.
+        The legend entry names the level, pointwise or simultaneous, the method
+        and, unless its coverage was measured to hold here, :attr:`note`.
         """
         if ax is None:
             import matplotlib.pyplot as plt
 
             _, ax = plt.subplots(figsize=(4.2, 4.2), constrained_layout=True)
         kind = "simultaneous" if self.simultaneous else "pointwise"
-        note = "" if self.valid is not False else ", measured short"
+        note = f", {self.note}" if self.note else ""
         ax.fill_between(self.s, self.lo, self.hi, step=None, color=color, alpha=alpha, lw=0,
                         label=label or f"{self.level:.0%} {kind} band ({self.method}{note})")
         if fit and self.fit is not None:
@@ -185,7 +152,7 @@ def _check_level(level) -> float:
     return float(level)
 
 
-def _check_grid(grid, s: np.ndarray, method: str) -> np.ndarray:
+def _check_grid(grid, s: np.ndarray) -> np.ndarray:
     if grid is None:
         return np.linspace(s.min(), s.max(), DEFAULT_GRID)
     g = np.asarray(grid, dtype=np.float64)
@@ -206,125 +173,14 @@ def _min_points(method: str, n: int, need: int) -> None:
 
 
 # ------------------------------------------------------------------ monotone
-def score_groups(s_sorted: np.ndarray, n_groups: int) -> np.ndarray:
-    """Group of every sorted score: consecutive runs of about n / G points, ties
-    together, G = min(distinct scores, ``n_groups``). From the scores alone."""
-    values, start = np.unique(s_sorted, return_index=True)
-    if values.size <= n_groups:
-        gid = np.arange(values.size)
-    else:
-        gid = np.floor(start * (n_groups / s_sorted.size)).astype(np.int64)
-        gid = np.unique(gid, return_inverse=True)[1]
-    counts = np.diff(np.append(start, s_sorted.size))
-    return np.repeat(gid, counts)
-
-
-def default_groups(n: int) -> int:
-    """G for n points: 2 sqrt(n), between 10 and 400 (runs of >= sqrt(n) / 2 points)."""
-    return int(np.clip(round(2.0 * np.sqrt(n)), 10, 400))
-
-
-def _runs(s: np.ndarray, y: np.ndarray, n_groups):
-    """Per run [j, k] of consecutive groups (j <= k): label sum, count, the
-    groups' smallest and largest score, and (j, k)."""
-    order = np.argsort(s, kind="stable")
-    ss, yy = s[order], y[order]
-    gid = score_groups(ss, default_groups(s.size) if n_groups is None else int(n_groups))
-    G = int(gid[-1]) + 1
-    cnt = np.bincount(gid, minlength=G).astype(np.float64)
-    pos = np.bincount(gid, weights=yy, minlength=G)
-    gmin = np.full(G, np.inf)
-    gmax = np.full(G, -np.inf)
-    np.minimum.at(gmin, gid, ss)
-    np.maximum.at(gmax, gid, ss)
-    j, k = np.triu_indices(G)
-    cc = np.concatenate(([0.0], np.cumsum(cnt)))
-    cp = np.concatenate(([0.0], np.cumsum(pos)))
-    return cp[k + 1] - cp[j], cc[k + 1] - cc[j], gmin, gmax, j, k, ss, yy
-
-
-def dyadic_runs(j: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """Mask of the dyadic runs among runs [j, k] of groups: length L = 2^e and a
-    start j that is a multiple of max(1, L / 2) (half-overlapping blocks of every
-    dyadic length). About 4 G runs of G(G + 1) / 2, fixed by the scores alone."""
-    length = k - j + 1
-    dyadic = (length & (length - 1)) == 0
-    return dyadic & (j % np.maximum(1, length // 2) == 0)
-
-
-def _monotone_ends(s, y, level, n_groups, dyadic=False):
-    """(knots_lo, L, knots_hi, H, runs): lo(s) = L[k] for s in [gmax_k, gmax_k+1),
-    0 below gmax_0; hi(s) = H[j] for s in (gmin_j-1, gmin_j], 1 above gmin_G-1.
-    ``dyadic``: only the dyadic runs (:func:`dyadic_runs`), Bonferroni over them."""
-    ysum, m, gmin, gmax, j, k, ss, yy = _runs(s, y, n_groups)
-    G = gmin.size
-    if dyadic:
-        keep = dyadic_runs(j, k)
-        ysum, m, j, k = ysum[keep], m[keep], j[keep], k[keep]
-    a = (1.0 - level) / (2.0 * ysum.size)       # alpha / 2 per side over the runs
-    with np.errstate(invalid="ignore"):
-        lcb = np.where(ysum > 0, stats.beta.ppf(a, ysum, m - ysum + 1.0), 0.0)
-        ucb = np.where(ysum < m, stats.beta.ppf(1.0 - a, ysum + 1.0, m - ysum), 1.0)
-    best_lo = np.zeros(G)
-    np.maximum.at(best_lo, k, lcb)              # largest lower bound of runs ending at k
-    best_hi = np.ones(G)
-    np.minimum.at(best_hi, j, ucb)              # smallest upper bound of runs starting at j
-    L = np.maximum.accumulate(best_lo)
-    H = np.minimum.accumulate(best_hi[::-1])[::-1]
-    return gmax, L, gmin, H, (ysum, m, gmin, gmax, j, k, ss, yy)
-
-
-def _isotonic_on(ss, yy, grid):
-    from sklearn.isotonic import IsotonicRegression
-
-    return IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(ss, yy).predict(grid)
-
-
-def _monotone_band(s, y, grid, level, n_groups, default_grid, dyadic):
-    _min_points("monotone", s.size, 2)
-    if n_groups is not None and (isinstance(n_groups, bool) or int(n_groups) < 1):
-        raise ValueError(f"n_groups must be an integer >= 1, got {n_groups!r}")
-    kl, L, kh, H, runs = _monotone_ends(s, y, level, n_groups, dyadic)
-    if default_grid:     # every jump of either end on the grid: the diagonal check is exact
-        grid = np.unique(np.concatenate((grid, kl, kh)))
-    il = np.searchsorted(kl, grid, side="right") - 1
-    lo = np.where(il >= 0, L[np.clip(il, 0, None)], 0.0)
-    ih = np.searchsorted(kh, grid, side="left")
-    hi = np.where(ih < kh.size, H[np.clip(ih, None, kh.size - 1)], 1.0)
-    return lo, hi, _isotonic_on(runs[6], runs[7], grid), grid
-
-
 @band_method("monotone", simultaneous=True)
 def _monotone(s, y, grid, level, *, n_groups=None, default_grid=False, **_):
-    return _monotone_band(s, y, grid, level, n_groups, default_grid, False)
+    return monotone_band(s, y, grid, level, n_groups, default_grid, dyadic=False)
 
 
 @band_method("monotone_dyadic", simultaneous=True)
 def _monotone_dyadic(s, y, grid, level, *, n_groups=None, default_grid=False, **_):
-    return _monotone_band(s, y, grid, level, n_groups, default_grid, True)
-
-
-def monotone_band_test(scores, labels, *, n_groups=None,
-                       dyadic: bool = False) -> CalibrationTestResult:
-    """Test of perfect calibration matching the ``monotone`` band (``monotone_dyadic``
-    with ``dyadic=True``): p-value the smallest alpha at which the diagonal leaves
-    the band at level 1 - alpha, p = min(1, 2 N min_runs min(P(Bin(m, max score) >= y),
-    P(Bin(m, min score) <= y))), N the number of runs (G (G + 1) / 2, or the dyadic
-    ones). ``pvalue < alpha`` exactly when ``reliability_band(..., level=1 - alpha,
-    method=...).holds_diagonal()`` is False. Valid under the null (the diagonal is a
-    non-decreasing map); statistic: the smallest run p-value."""
-    s, y = check_binary(scores, labels, need_both_classes=False)
-    ysum, m, gmin, gmax, j, k, _, _ = _runs(s, y, n_groups)
-    if dyadic:
-        keep = dyadic_runs(j, k)
-        ysum, m, j, k = ysum[keep], m[keep], j[keep], k[keep]
-    # lower bound above the run's largest score <=> P(Bin(m, gmax) >= y) below the run's level
-    p_up = np.where(ysum > 0, stats.binom.sf(ysum - 1, m, gmax[k]), 1.0)
-    p_down = np.where(ysum < m, stats.binom.cdf(ysum, m, gmin[j]), 1.0)
-    smallest = float(min(p_up.min(), p_down.min()))
-    return CalibrationTestResult(statistic=smallest, pvalue=min(1.0, 2.0 * ysum.size * smallest),
-                                 method="monotone_dyadic_band" if dyadic else "monotone_band",
-                                 n=int(s.size))
+    return monotone_band(s, y, grid, level, n_groups, default_grid, dyadic=True)
 
 
 # ------------------------------------------------------------------ bins
@@ -388,7 +244,10 @@ def _bootstrap(s, y, grid, level, *, n_bins=15, n_boot=200, seed=0, **_):
         means = pos / cnt                       # NaN: bin empty in that resample
         frac = np.bincount(idx, weights=y, minlength=nb) / np.bincount(idx, minlength=nb)
     a = (1.0 - level) / 2.0
-    lo, hi = np.nanquantile(means, [a, 1.0 - a], axis=0)
+    with warnings.catch_warnings():     # a bin no point falls in (tied scores): all NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        lo, hi = np.nanquantile(means, [a, 1.0 - a], axis=0)
+    lo, hi = np.nan_to_num(lo, nan=0.0), np.nan_to_num(hi, nan=1.0)   # it says nothing there
     return _on_grid(lo, edges, grid), _on_grid(hi, edges, grid), _on_grid(frac, edges, grid), grid
 
 
@@ -412,29 +271,32 @@ def _family_bootstrap(s, y, grid, level, *, family="isotonic", params=None, n_bo
 
 
 # ------------------------------------------------------------------ worlds
-# Inflation k of the world band's sup-t half-width (band = fit +/- k q sd): the
-# worlds' true map is the smooth reference map, whose refits have less bias than
-# the family has against a real map with kinks and with flat ends beyond the
-# first and last bins' mean scores (steep ends: beta2, stairs at n = 500). k: the
-# smallest of {1.0, 1.05, ..., 1.8} whose smallest cell held the map in >= 90 % of
-# a pilot run (the 36 cells of benchmarks/band_coverage.py, 40 samples each, seeds
-# apart from the run of record: `band_coverage.py --calibrate-world --seed 7
-# --reps 40`; k = 1 gave 62 %, 1.4 gave 88 %, 1.5 gave 90 %, beta2 under U at
-# n = 500); checked in benchmarks/measured/band_coverage.md (docs/methods.md §11.9)
-WORLD_BAND_SCALE = 1.5
+# Inflation k of the world band's sup-t half-width (band = fit +/- k q sd between
+# the reference map's first and last bin mean scores): the worlds' true map is the
+# reference map itself, whose refits have less bias than the fit has against a
+# real map with kinks. k: the smallest of {1.0, 1.05, ..., 2.5} whose smallest
+# cell of the tuning shapes (identity and the five synthetic shapes at CE 0.1,
+# c ~ U(0, 1) and Beta(2, 5), n = 50 ... 20000, 40 samples a cell) held the map
+# on the figures' grid in >= the level at each of the levels 0.8, 0.9 and 0.95
+# (`band_coverage.py --tune-k --seed 7 --reps 40`: 82.5 / 90.0 / 95.0 % at 1.45);
+# reported on held-out score laws and maps (benchmarks/measured/band_coverage.md;
+# docs/methods.md §11.9)
+WORLD_BAND_SCALE = 1.45
 WORLD_BAND_WORLDS = 200
+WORLD_MIN_POINTS = 20
 
 
 def _reference_fitter(s_sorted: np.ndarray):
     """Vectorised refit of the worlds' reference map (:func:`fitontest.worlds.reference_gap`,
-    p = 1) at the fixed sorted scores: returns ``fit(Y, grid) -> (R, grid) maps``
-    for a label matrix Y (R, n), and m, the smallest bin's count. The ES bins
-    come from the scores alone, so one bincount per world does the refit."""
+    p = 1; tests/test_bands.py keeps the two equal) at the fixed sorted scores:
+    ``fit(Y, grid) -> (R, grid) maps`` for a label matrix Y (R, n), m the smallest
+    bin's count and the bins' mean scores. The ES bins come from the scores
+    alone, so one reduceat per world does the refit (reference_gap per world:
+    50 times slower)."""
     from scipy.optimize import isotonic_regression   # sklearn's validates each call: 10x slower
 
     n = s_sorted.size
-    n_bins = int(np.clip(round(n ** (1.0 / 3.0)), 1, max(1, n // 10)))
-    edges = BinningFamily(scheme="es", n_bins=n_bins, selection="fixed").fit(
+    edges = BinningFamily(scheme="es", n_bins=reference_bin_count(n), selection="fixed").fit(
         s_sorted, np.zeros(n)).edges_
     idx = assign_bins(s_sorted, edges, "es")
     nb, sb, _ = bin_stats(idx, s_sorted, np.zeros(n), edges.size - 1)
@@ -444,38 +306,48 @@ def _reference_fitter(s_sorted: np.ndarray):
 
     def fit(Y: np.ndarray, grid: np.ndarray) -> np.ndarray:
         means = np.add.reduceat(np.asarray(Y, dtype=np.float64), starts, axis=1) / nb
-        out = np.empty((means.shape[0], grid.size))
-        for r, yb in enumerate(means):
-            if sb.size < 2:
-                gap = np.full(grid.size, yb[0] - sb[0])
-            else:
-                # label means lie in [0, 1], so the monotone fit does too
-                mono = isotonic_regression(yb, weights=nb).x
-                gap = np.interp(grid, sb, mono - sb)
-            out[r] = np.clip(grid + gap, 0.0, 1.0)
-        return out
+        if sb.size < 2:
+            return np.clip(grid[None, :] + (means - sb), 0.0, 1.0)
+        # label means lie in [0, 1], so the monotone fit does too
+        gaps = [np.interp(grid, sb, isotonic_regression(yb, weights=nb).x - sb) for yb in means]
+        return np.clip(grid[None, :] + np.array(gaps), 0.0, 1.0)
 
-    return fit, float(nb.min())
+    return fit, float(nb.min()), sb
 
 
-def world_half_width(s, y, grid, level, family="reference", params=None, n_boot=None,
-                     seed=0):
-    """(fit on ``grid``, q sd) of the ``world`` band before the inflation k: the
-    sup-t band around a fit-on-test family, calibrated in the project's worlds:
-    labels redrawn at the user's scores from the reference map (clipped to
-    [1 / m, 1 - 1 / m], m the smallest reference bin's count, so that no world is
-    noiseless), the family refitted per world, q the ``level`` quantile of the
-    largest |refit - world map| / sd over the grid, band = fit +/- k q sd."""
+@dataclass(frozen=True)
+class WorldParts:
+    """The ``world`` band before its level: ``centre`` and refit ``sd`` on the
+    grid, ``sup`` (per world, the largest |refit - world map| / sd over the
+    ``inner`` grid points, those between the first and last bin mean scores)."""
+
+    centre: np.ndarray
+    sd: np.ndarray
+    sup: np.ndarray
+    inner: np.ndarray
+
+    def half_width(self, level: float) -> np.ndarray:
+        """q sd on the grid, q the ``level`` quantile of ``sup`` (before k)."""
+        return np.quantile(self.sup, level) * self.sd
+
+
+def world_parts(s, y, grid, family="reference", params=None, n_boot=None, seed=0) -> WorldParts:
+    """Worlds of the ``world`` band: labels redrawn ``n_boot`` times at the user's
+    scores from the reference map (clipped to [1 / m, 1 - 1 / m], m the smallest
+    reference bin's count, so that no world is noiseless), the family
+    refitted per world (docs/methods.md §11.9)."""
     _min_points("world", s.size, WORLD_MIN_POINTS)
     R = WORLD_BAND_WORLDS if n_boot is None else n_boot
     if isinstance(R, bool) or int(R) < 10:
         raise ValueError(f"n_boot must be an integer >= 10 for 'world', got {n_boot!r}")
     order = np.argsort(s, kind="stable")
     ss, yy = s[order], y[order]
-    ref, m = _reference_fitter(ss)
+    ref, m, sb = _reference_fitter(ss)
     eps = min(1.0 / m, 0.5)
     truth_s = np.clip(ref(yy[None, :], ss)[0], eps, 1.0 - eps)
-    truth_g = np.clip(ref(yy[None, :], grid)[0], eps, 1.0 - eps)
+    inner = (grid >= sb[0]) & (grid <= sb[-1]) if sb.size > 1 else np.zeros(grid.size, bool)
+    g = grid[inner]
+    truth_g = np.clip(ref(yy[None, :], g)[0], eps, 1.0 - eps)
     if family == "reference":
         centre = ref(yy[None, :], grid)[0]
         refit = ref
@@ -487,23 +359,43 @@ def world_half_width(s, y, grid, level, family="reference", params=None, n_boot=
             raise ValueError(f"family {family!r} has no calibration map to draw a band around")
         centre = np.clip(fitted.predict(grid), 0.0, 1.0)
 
-        def refit(Y, g):
-            return np.stack([np.clip(clone(fam).fit(ss, row).predict(g), 0.0, 1.0) for row in Y])
+        def refit(Y, at):
+            return np.stack([np.clip(clone(fam).fit(ss, row).predict(at), 0.0, 1.0) for row in Y])
+    sd = np.full(grid.size, 0.5 / m)
+    if not g.size:                       # no grid point inside: the band is monotone's
+        return WorldParts(centre=centre, sd=sd, sup=np.zeros(1), inner=inner)
     rng = np.random.default_rng(seed)
-    step = max(1, 4_000_000 // s.size)
+    step = chunk_rows(s.size)
     reps = np.concatenate([refit((rng.random((min(step, int(R) - r0), s.size)) < truth_s)
-                                 .astype(np.float64), grid)
+                                 .astype(np.float64), g)
                            for r0 in range(0, int(R), step)])
-    sd = np.maximum(reps.std(axis=0, ddof=1), 0.5 / m)
-    q = np.quantile(np.max(np.abs(reps - truth_g) / sd, axis=1), level)
-    return centre, q * sd
+    sd[inner] = np.maximum(reps.std(axis=0, ddof=1), 0.5 / m)
+    sup = np.max(np.abs(reps - truth_g) / sd[inner], axis=1)
+    return WorldParts(centre=centre, sd=sd, sup=sup, inner=inner)
+
+
+def world_ends(s, y, grid, level, parts: WorldParts, scale: float = WORLD_BAND_SCALE,
+               outer=None):
+    """(lo, hi) of the ``world`` band at ``level`` from its ``parts``: fit +/- k q sd
+    on the inner grid points, the ``monotone`` band beyond them (``outer``: its
+    (lo, hi) on the whole grid when already at hand)."""
+    half = scale * parts.half_width(level)
+    lo = np.clip(parts.centre - half, 0.0, 1.0)
+    hi = np.clip(parts.centre + half, 0.0, 1.0)
+    out = ~parts.inner
+    if out.any():
+        if outer is None:
+            lo[out], hi[out] = monotone_band(s, y, grid[out], level)[:2]
+        else:
+            lo[out], hi[out] = outer[0][out], outer[1][out]
+    return lo, hi
 
 
 @band_method("world", simultaneous=True)
 def _world(s, y, grid, level, *, family="reference", params=None, n_boot=None, seed=0, **_):
-    centre, half = world_half_width(s, y, grid, level, family, params, n_boot, seed)
-    half = WORLD_BAND_SCALE * half
-    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0), centre, grid
+    parts = world_parts(s, y, grid, family, params, n_boot, seed)
+    lo, hi = world_ends(s, y, grid, level, parts)
+    return lo, hi, parts.centre, grid
 
 
 # ------------------------------------------------------------------ front
@@ -511,21 +403,18 @@ METHODS = ("auto",) + tuple(_BUILDERS)
 OPTIONS = ("n_groups", "n_bins", "n_boot", "seed", "family", "params")
 
 
-def _validity(method: str) -> bool | None:
-    """True unless a benchmark cell covered (the kind the method claims) less than
-    VALID_COVERAGE by 2 Monte Carlo SEs of a share of 0.9; None where not measured."""
-    got = MEASURED_MIN_COVERAGE.get(method)
-    if got is None:
-        return None
-    cov, k = got
-    if cov + 2.0 * np.sqrt(0.09 / k) < VALID_COVERAGE:
-        kind = "simultaneously" if SIMULTANEOUS[method] else "pointwise"
-        warnings.warn(f"{method!r} reliability bands held the true map {kind} in only "
-                      f"{cov:.0%} (of {k} samples) in some cell at level 0.9 "
-                      "(benchmarks/measured/band_coverage.md, docs/methods.md §11.9)",
-                      BandCoverageWarning, stacklevel=3)
-        return False
-    return True
+def band_validity(method: str, level: float, n: int, grid=None,
+                  options: Mapping[str, Any] | None = None) -> domains.Validity:
+    """Validity of ``method`` used at ``level`` on ``n`` points, on the default grid
+    (``grid`` None) or another, with ``options``: read from the measured domain
+    (:func:`fitontest.core.domains.measured` ``("bands")``)."""
+    settings = {k: v for k, v in (options or {}).items() if k in DOMAIN_OPTIONS}
+    got = domains.measured("bands").validity(
+        method, level=level, n=n, grid="default" if grid is None else "custom", **settings)
+    if got.valid is None and method in _GUARANTEED:
+        return domains.Validity(None, got.why + "; its finite-sample guarantee for a "
+                                "non-decreasing map holds at every n (docs/methods.md §11.9)")
+    return got
 
 
 def reliability_band(scores, labels, level: float = 0.9, method: str = "auto", *,
@@ -539,10 +428,11 @@ def reliability_band(scores, labels, level: float = 0.9, method: str = "auto", *
 
     ``grid``: where the band is given (an array of scores, or a number of
     points between the smallest and largest score; default 201 such points,
-    plus every jump of the ends for ``monotone``). ``options``: ``n_groups``
-    (monotone), ``n_bins`` (bin methods, default 15), ``n_boot`` and ``seed``
-    (bootstrap methods), ``family`` and ``params`` (family_bootstrap). See the
-    module docstring for the methods and what each guarantees.
+    plus every jump of the ends for ``monotone``: the grid whose coverage was
+    measured). ``options``: ``n_groups`` (monotone), ``n_bins`` (bin methods,
+    default 15), ``n_boot`` and ``seed`` (bootstrap methods and world),
+    ``family`` and ``params`` (family_bootstrap, world). See the module
+    docstring for the methods and what each guarantees.
     """
     level = _check_level(level)
     if method not in METHODS:
@@ -557,21 +447,21 @@ def reliability_band(scores, labels, level: float = 0.9, method: str = "auto", *
         raise ValueError(f"scores must be 1-D (P(y = 1) of a binary task), got shape {raw.shape}")
     s = predictions.read(raw, predictions.kind_from_logits(from_logits), where="scores").probs[:, 1]
     s, y = check_binary(s, labels, need_both_classes=False)
-    if method == "auto":
-        method = AUTO if s.size >= WORLD_MIN_POINTS else AUTO_SMALL
-    g = _check_grid(grid, s, method)
-    lo, hi, fit, g = _BUILDERS[method](s, y, g, level, default_grid=grid is None, **options)
+    reason = AUTO_REASON if method == "auto" else f"{method}: as requested"
+    method = AUTO if method == "auto" else method
+    lo, hi, fit, g = _BUILDERS[method](s, y, _check_grid(grid, s), level,
+                                       default_grid=grid is None, **options)
+    v = band_validity(method, level, int(s.size), grid, options)
+    if v.valid is False:
+        warnings.warn(f"{method!r} reliability band: {v.why} (docs/methods.md §11.9)",
+                      BandCoverageWarning, stacklevel=2)
     return ReliabilityBand(s=g, lo=np.asarray(lo, dtype=np.float64),
                            hi=np.asarray(hi, dtype=np.float64), level=level, method=method,
                            simultaneous=SIMULTANEOUS[method], n=int(s.size),
-                           fit=np.asarray(fit, dtype=np.float64),
-                           # the world band was measured with its default family only
-                           valid=None if method == "world" and options.get(
-                               "family", "reference") != "reference" else _validity(method),
-                           options=dict(options))
+                           fit=np.asarray(fit, dtype=np.float64), valid=v.valid,
+                           options=dict(options), why=v.why, reason=reason)
 
 
 __all__ = ["ReliabilityBand", "reliability_band", "monotone_band_test", "BandCoverageWarning",
-           "METHODS", "SIMULTANEOUS", "AUTO", "MEASURED_MIN_COVERAGE", "band_method",
-           "score_groups", "default_groups", "dyadic_runs", "world_half_width",
-           "WORLD_BAND_SCALE", "WORLD_BAND_WORLDS"]
+           "METHODS", "SIMULTANEOUS", "AUTO", "AUTO_REASON", "band_method", "band_validity",
+           "WorldParts", "world_parts", "world_ends", "WORLD_BAND_SCALE", "WORLD_BAND_WORLDS"]

@@ -1,0 +1,140 @@
+"""The finite-sample ``monotone`` band for a non-decreasing calibration map and
+its matching test of calibration (Dimitriadis, Dümbgen, Henzi, Puke & Ziegel
+2023; docs/methods.md §11.9).
+
+The sorted scores are cut into G groups of about equal count (ties kept
+together); for each run of consecutive groups the mean of c over the run has
+one-sided Clopper-Pearson bounds, Bonferroni over the runs (all of them, or
+the dyadic ones) and both sides. If c is non-decreasing, lo(s) is the largest
+lower bound of the runs whose largest score is <= s and hi(s) the smallest
+upper bound of those whose smallest score is >= s. Guarantee: given the
+scores, P(lo(s) <= c(s) <= hi(s) for every s) >= level for every n, for every
+non-decreasing c -- smooth, with kinks or a step function.
+:func:`monotone_band_test` rejects perfect calibration at alpha exactly when
+the diagonal leaves the level 1 - alpha band on its default grid.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+from .calibration_tests import CalibrationTestResult
+from .core.validation import check_binary
+
+
+def score_groups(s_sorted: np.ndarray, n_groups: int) -> np.ndarray:
+    """Group of every sorted score: consecutive runs of about n / G points, ties
+    together, G = min(distinct scores, ``n_groups``). From the scores alone."""
+    values, start = np.unique(s_sorted, return_index=True)
+    if values.size <= n_groups:
+        gid = np.arange(values.size)
+    else:
+        gid = np.floor(start * (n_groups / s_sorted.size)).astype(np.int64)
+        gid = np.unique(gid, return_inverse=True)[1]
+    counts = np.diff(np.append(start, s_sorted.size))
+    return np.repeat(gid, counts)
+
+
+def default_groups(n: int) -> int:
+    """G for n points: 2 sqrt(n), between 10 and 400 (runs of >= sqrt(n) / 2 points)."""
+    return int(np.clip(round(2.0 * np.sqrt(n)), 10, 400))
+
+
+def _runs(s: np.ndarray, y: np.ndarray, n_groups):
+    """Per run [j, k] of consecutive groups (j <= k): label sum, count, the
+    groups' smallest and largest score, and (j, k)."""
+    order = np.argsort(s, kind="stable")
+    ss, yy = s[order], y[order]
+    gid = score_groups(ss, default_groups(s.size) if n_groups is None else int(n_groups))
+    G = int(gid[-1]) + 1
+    cnt = np.bincount(gid, minlength=G).astype(np.float64)
+    pos = np.bincount(gid, weights=yy, minlength=G)
+    gmin = np.full(G, np.inf)
+    gmax = np.full(G, -np.inf)
+    np.minimum.at(gmin, gid, ss)
+    np.maximum.at(gmax, gid, ss)
+    j, k = np.triu_indices(G)
+    cc = np.concatenate(([0.0], np.cumsum(cnt)))
+    cp = np.concatenate(([0.0], np.cumsum(pos)))
+    return cp[k + 1] - cp[j], cc[k + 1] - cc[j], gmin, gmax, j, k, ss, yy
+
+
+def dyadic_runs(j: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Mask of the dyadic runs among runs [j, k] of groups: length L = 2^e and a
+    start j that is a multiple of max(1, L / 2) (half-overlapping blocks of every
+    dyadic length). About 4 G runs of G(G + 1) / 2, fixed by the scores alone."""
+    length = k - j + 1
+    dyadic = (length & (length - 1)) == 0
+    return dyadic & (j % np.maximum(1, length // 2) == 0)
+
+
+def monotone_ends(s, y, level, n_groups, dyadic=False):
+    """(knots_lo, L, knots_hi, H, runs): lo(s) = L[k] for s in [gmax_k, gmax_k+1),
+    0 below gmax_0; hi(s) = H[j] for s in (gmin_j-1, gmin_j], 1 above gmin_G-1.
+    ``dyadic``: only the dyadic runs (:func:`dyadic_runs`), Bonferroni over them."""
+    ysum, m, gmin, gmax, j, k, ss, yy = _runs(s, y, n_groups)
+    G = gmin.size
+    if dyadic:
+        keep = dyadic_runs(j, k)
+        ysum, m, j, k = ysum[keep], m[keep], j[keep], k[keep]
+    a = (1.0 - level) / (2.0 * ysum.size)       # alpha / 2 per side over the runs
+    with np.errstate(invalid="ignore"):
+        lcb = np.where(ysum > 0, stats.beta.ppf(a, ysum, m - ysum + 1.0), 0.0)
+        ucb = np.where(ysum < m, stats.beta.ppf(1.0 - a, ysum + 1.0, m - ysum), 1.0)
+    best_lo = np.zeros(G)
+    np.maximum.at(best_lo, k, lcb)              # largest lower bound of runs ending at k
+    best_hi = np.ones(G)
+    np.minimum.at(best_hi, j, ucb)              # smallest upper bound of runs starting at j
+    L = np.maximum.accumulate(best_lo)
+    H = np.minimum.accumulate(best_hi[::-1])[::-1]
+    return gmax, L, gmin, H, (ysum, m, gmin, gmax, j, k, ss, yy)
+
+
+def _isotonic_on(ss, yy, grid):
+    from sklearn.isotonic import IsotonicRegression
+
+    return IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(ss, yy).predict(grid)
+
+
+def monotone_band(s, y, grid, level, n_groups=None, default_grid=False, dyadic=False):
+    """(lo, hi, isotonic fit, grid) of the band on ``grid`` (sorted); ``default_grid``:
+    add every jump of either end to the grid (the diagonal check is then exact)."""
+    if s.size < 2:
+        raise ValueError(f"method 'monotone' needs at least 2 points, got {s.size}")
+    if n_groups is not None and (isinstance(n_groups, bool) or int(n_groups) < 1):
+        raise ValueError(f"n_groups must be an integer >= 1, got {n_groups!r}")
+    kl, L, kh, H, runs = monotone_ends(s, y, level, n_groups, dyadic)
+    if default_grid:     # every jump of either end on the grid: the diagonal check is exact
+        grid = np.unique(np.concatenate((grid, kl, kh)))
+    il = np.searchsorted(kl, grid, side="right") - 1
+    lo = np.where(il >= 0, L[np.clip(il, 0, None)], 0.0)
+    ih = np.searchsorted(kh, grid, side="left")
+    hi = np.where(ih < kh.size, H[np.clip(ih, None, kh.size - 1)], 1.0)
+    return lo, hi, _isotonic_on(runs[6], runs[7], grid), grid
+
+
+def monotone_band_test(scores, labels, *, n_groups=None,
+                       dyadic: bool = False) -> CalibrationTestResult:
+    """Test of perfect calibration matching the ``monotone`` band (``monotone_dyadic``
+    with ``dyadic=True``): p-value the smallest alpha at which the diagonal leaves
+    the band at level 1 - alpha, p = min(1, 2 N min_runs min(P(Bin(m, max score) >= y),
+    P(Bin(m, min score) <= y))), N the number of runs (G (G + 1) / 2, or the dyadic
+    ones). ``pvalue < alpha`` exactly when ``reliability_band(..., level=1 - alpha,
+    method=...).holds_diagonal()`` is False. Valid under the null (the diagonal is a
+    non-decreasing map); statistic: the smallest run p-value."""
+    s, y = check_binary(scores, labels, need_both_classes=False)
+    ysum, m, gmin, gmax, j, k, _, _ = _runs(s, y, n_groups)
+    if dyadic:
+        keep = dyadic_runs(j, k)
+        ysum, m, j, k = ysum[keep], m[keep], j[keep], k[keep]
+    # lower bound above the run's largest score <=> P(Bin(m, gmax) >= y) below the run's level
+    p_up = np.where(ysum > 0, stats.binom.sf(ysum - 1, m, gmax[k]), 1.0)
+    p_down = np.where(ysum < m, stats.binom.cdf(ysum, m, gmin[j]), 1.0)
+    smallest = float(min(p_up.min(), p_down.min()))
+    return CalibrationTestResult(statistic=smallest, pvalue=min(1.0, 2.0 * ysum.size * smallest),
+                                 method="monotone_dyadic_band" if dyadic else "monotone_band",
+                                 n=int(s.size))
+
+
+__all__ = ["score_groups", "default_groups", "dyadic_runs", "monotone_ends", "monotone_band",
+           "monotone_band_test"]
