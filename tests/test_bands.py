@@ -285,9 +285,9 @@ def test_valid_flag_follows_the_measured_file(method):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             band = reliability_band(s, y, level=level, method=method)
-        assert band.valid is (not short), (method, level, worst, band.why)
+        assert band.valid is (not short), (method, level, worst, band.validity_note)
         assert any(issubclass(w.category, BandCoverageWarning) for w in caught) is short
-        assert "band_coverage.md" in band.why
+        assert "band_coverage.md" in band.validity_note
 
 
 @pytest.mark.parametrize("kwargs, why", [
@@ -307,10 +307,10 @@ def test_outside_the_measured_domain_valid_is_none_with_the_reason(kwargs, why):
         warnings.simplefilter("error", BandCoverageWarning)     # None never warns
         band = reliability_band(s, y, **kwargs)
     assert band.valid is None
-    assert "coverage not measured here" in band.why and why in band.why
+    assert "coverage not measured here" in band.validity_note and why in band.validity_note
     assert band.note == "coverage not measured here"
     if band.method == "monotone":
-        assert "finite-sample guarantee" in band.why
+        assert "finite-sample guarantee" in band.validity_note
 
 
 def test_band_validity_reads_the_domain_for_a_method_not_measured():

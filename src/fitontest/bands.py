@@ -4,7 +4,7 @@
 ends ``lo``, ``hi`` on a grid ``s`` at nominal ``level``, the method that built
 it and why (``reason``), whether it claims to hold the map at every grid point
 at once (``simultaneous``) or at each point on its own, and whether its
-coverage was measured to hold there (``valid``, with the reason ``why``).
+coverage was measured to hold there (``valid``, with the reason ``validity_note``).
 
 Methods (``method=``; alpha = 1 - level):
 
@@ -88,7 +88,7 @@ class ReliabilityBand:
     ``monotone``, the bins' fractions of positives for the bin methods, the
     family's map for ``family_bootstrap`` and ``world``). ``simultaneous``: the
     level is claimed for all of ``s`` at once (else for each point); ``valid``:
-    coverage measured to hold here (None: not measured here), ``why`` says
+    coverage measured to hold here (None: not measured here), ``validity_note`` says
     which; ``reason``: why this method (``auto``).
     """
 
@@ -102,7 +102,7 @@ class ReliabilityBand:
     fit: np.ndarray | None = None
     valid: bool | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
-    why: str = ""
+    validity_note: str = ""
     reason: str = ""
 
     @property
@@ -459,7 +459,7 @@ def reliability_band(scores, labels, level: float = 0.9, method: str = "auto", *
                            hi=np.asarray(hi, dtype=np.float64), level=level, method=method,
                            simultaneous=SIMULTANEOUS[method], n=int(s.size),
                            fit=np.asarray(fit, dtype=np.float64), valid=v.valid,
-                           options=dict(options), why=v.why, reason=reason)
+                           options=dict(options), validity_note=v.why, reason=reason)
 
 
 __all__ = ["ReliabilityBand", "reliability_band", "monotone_band_test", "BandCoverageWarning",
