@@ -512,7 +512,7 @@ def test_map_is_a_function_of_the_score_at_rounded_knots():
     whatever the order of the points (np.interp alone gave a score of 1.0 two
     values in one prediction), the end height at the end; other scores keep
     np.interp's values bit for bit."""
-    from fitontest.families.pl.family import interp_knots
+    from fitontest.families.pl.maps import interp_knots
 
     rng = np.random.default_rng(0)
     x = np.concatenate([rng.random(3000), np.ones(500), np.full(200, 0.5)])

@@ -13,6 +13,7 @@
 
 Importing this package imports neither numba nor torch; a fit does.
 """
-from .family import PiecewiseLinearFamily, evaluate_map
+from .family import PiecewiseLinearFamily
+from .maps import evaluate_map
 
 __all__ = ["PiecewiseLinearFamily", "evaluate_map"]

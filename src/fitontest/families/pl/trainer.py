@@ -21,7 +21,7 @@ import numpy as np
 from fitontest.core.runtime import device_type, resolve_device
 from fitontest.core.validation import logit
 from . import algorithm as alg
-from .family import evaluate_map
+from .maps import evaluate_map
 
 BACKENDS = ("auto", "numba", "torch")
 OPTIMIZERS = ("adam", "lbfgs")
