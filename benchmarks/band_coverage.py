@@ -1,4 +1,4 @@
-"""How often the reliability bands (fitontest.bands) hold the true calibration map
+"""How often the reliability bands (fitontest.inference.bands) hold the true calibration map
 on the grid the figures draw (docs/methods.md §11.9), and the domain file the
 band's ``valid`` flag reads.
 
@@ -34,7 +34,7 @@ leaves the monotone band somewhere.
     python benchmarks/band_coverage.py --write-domain      # bands.json from the .md
     python benchmarks/band_coverage.py --cost
 
-``--write-domain`` derives src/fitontest/core/measured/bands.json from the run of
+``--write-domain`` derives src/fitontest/inference/measured/bands.json from the run of
 record's worst-cell table in benchmarks/measured/band_coverage.md (marked MARK).
 """
 from __future__ import annotations
@@ -56,15 +56,15 @@ import numpy as np
 from scipy.stats import beta as beta_dist
 
 from fitontest import families
-from fitontest.bands import (_BUILDERS, SIMULTANEOUS, WORLD_BAND_SCALE, WORLD_BAND_WORLDS,
+from fitontest.inference.bands import (_BUILDERS, SIMULTANEOUS, WORLD_BAND_SCALE, WORLD_BAND_WORLDS,
                              BandCoverageWarning, world_ends, world_parts)
-from fitontest.core import domains
+from fitontest.inference import domains
 from fitontest.data import synthetic
-from fitontest.monotone_band import monotone_band
+from fitontest.inference.monotone_band import monotone_band
 
 REPO = Path(__file__).resolve().parents[1]
 MEASURED = REPO / "benchmarks" / "measured" / "band_coverage.md"
-DOMAIN = REPO / "src" / "fitontest" / "core" / "measured" / "bands.json"
+DOMAIN = REPO / "src" / "fitontest" / "inference" / "measured" / "bands.json"
 MARK = "<!-- bands domain: worst cells of the run of record -->"
 LEVELS = (0.8, 0.9, 0.95)
 LAWS = {"U": (1.0, 1.0), "Beta(2,5)": (2.0, 5.0)}

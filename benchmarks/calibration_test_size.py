@@ -1,4 +1,4 @@
-"""Size, power and cost of the tests of calibration (fitontest.calibration_tests).
+"""Size, power and cost of the tests of calibration (fitontest.inference.calibration_tests).
 
 Size: perfectly calibrated worlds, scores s ~ U(0, 1) or Beta(5, 1) (a
 confident classifier), labels y ~ Bernoulli(s); the rejection rate at
@@ -21,11 +21,11 @@ redraws (docs/methods.md §11.8), so --n-resamples only moves their power
 and cost, not their size; at n = 100k they run --reps-100k samples (cost).
 
     python benchmarks/calibration_test_size.py --write-domain
-        src/fitontest/core/measured/calibration_tests.json
+        src/fitontest/inference/measured/calibration_tests.json
         [--from benchmarks/measured/calibration_tests.md]
 
 writes the measured domain the library's ``valid`` flag reads
-(fitontest.core.domains) from the size table of the measured file: per
+(fitontest.inference.domains) from the size table of the measured file: per
 method the level (alpha 0.05), the range of n and the worst cell's
 rejection rate with its samples.
 """
@@ -151,7 +151,7 @@ def write_domain(path: str, measured_file: str) -> None:
     """The size domain of every method, from the size table of ``measured_file``."""
     import re
 
-    from fitontest.core import domains
+    from fitontest.inference import domains
 
     text = open(measured_file, encoding="utf-8").read()
     table = text[text.index("Size under perfect calibration"):]

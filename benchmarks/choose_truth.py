@@ -230,7 +230,7 @@ def summary(source, rows, names, key):
     (key "ce" or "cmee")."""
     from scipy import stats as st
 
-    from fitontest.report.stats import holm
+    from fitontest.inference.stats import holm
 
     fixed = np.array([[r[key][n] for n in names] for r in rows])           # (S, E)
     ok = np.isfinite(fixed).all(axis=0)
@@ -292,7 +292,7 @@ def main(argv=None):
                     "than --n (e.g. steps=10000)")
     ap.add_argument("--write-domain", default="", metavar="JSON",
                     help="write the chooser's measured domain (coverage of the printed "
-                         "interval; fitontest/core/measured/chooser.json)")
+                         "interval; fitontest/inference/measured/chooser.json)")
     ap.add_argument("--jobs", type=int, default=1, help="processes over the subsets")
     ap.add_argument("--out", help="also write the markdown table here")
     ap.add_argument("--timing", default="1000,10000",
@@ -382,7 +382,7 @@ def write_domain(path: str, cells, a) -> None:
     """The chooser's measured domain: coverage of the hull interval printed with
     the ensemble's estimate (fallbacks print ece_es_cv's own interval, whose
     domain is the intervals'), worst over the (source, n) cells."""
-    from fitontest.core import domains
+    from fitontest.inference import domains
 
     hulls = [(cov, h) for _, _, cov, h, _, _ in cells if h]
     worst = min(hulls) if hulls else (float("nan"), 0)

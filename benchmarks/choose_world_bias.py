@@ -1,7 +1,7 @@
 """Do the chooser's worlds get the evaluators' bias right? (docs/methods.md §14.3)
 
 The chooser corrects an evaluator's estimate by its bias in worlds built from
-the data (:mod:`fitontest.worlds`). On test subsets with a known true map c
+the data (:mod:`fitontest.inference.worlds`). On test subsets with a known true map c
 (benchmarks/choose_truth.py's sources), three biases of each evaluator's used
 CE estimate, mean (estimate - true CE):
 
@@ -25,7 +25,7 @@ import numpy as np
 from choose_truth import MAKERS
 
 from fitontest.choose import _fit_used, world_losses
-from fitontest.worlds import plausible_maps
+from fitontest.inference.worlds import plausible_maps
 
 NAMES = ("smece", "beta", "ece_ew15", "ece_es_cv", "isotonic", "temp_1vsrest")
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 from scipy import stats
 
-from fitontest.intervals import INVERTED_ALPHA_SCALE
+from fitontest.inference.intervals import INVERTED_ALPHA_SCALE
 from fitontest.report.specs import build, spec_named
 
 KINDS = {"coverage_confidence": "confidence", "coverage_ovr": "ovr"}

@@ -1,4 +1,4 @@
-"""The ``auto`` choice and the measured coverage table of fitontest.intervals,
+"""The ``auto`` choice and the measured coverage table of fitontest.inference.intervals,
 derived from the coverage benchmark's output (docs/methods.md §11.3).
 
 Reads one or more outputs of benchmarks/interval_coverage.py (markdown; later
@@ -30,10 +30,10 @@ two built to be valid at CE = 0).
 
     python benchmarks/interval_auto.py benchmarks/measured/interval_coverage.md
         benchmarks/measured/interval_coverage_study.md [--default-k 0.6] [--markdown]
-        [--write-domain src/fitontest/core/measured/intervals.json]
+        [--write-domain src/fitontest/inference/measured/intervals.json]
 
 ``--write-domain``: the measured domain the library's ``valid`` flag reads
-(fitontest.core.domains): per (family, method, p) the level (0.9), the range
+(fitontest.inference.domains): per (family, method, p) the level (0.9), the range
 of n of its cells, the replicates (``n_boot`` >= 100, the benchmark's; ``sun``
 draws none) and the worst cell with its samples.
 """
@@ -177,10 +177,10 @@ def main() -> None:
     ap.add_argument("--level", type=float, default=0.9, help="read only the runs at this level")
     ap.add_argument("--markdown", action="store_true", help="also a summary table (docs)")
     ap.add_argument("--write-domain", default="", metavar="JSON",
-                    help="write the measured domain (fitontest/core/measured/intervals.json)")
+                    help="write the measured domain (fitontest/inference/measured/intervals.json)")
     args = ap.parse_args()
     if args.default_k is None:
-        from fitontest.intervals import INVERTED_ALPHA_SCALE
+        from fitontest.inference.intervals import INVERTED_ALPHA_SCALE
 
         args.default_k = INVERTED_ALPHA_SCALE
     rows = parse(args.paths, args.default_k, args.level)
@@ -249,7 +249,7 @@ def _n_of(key) -> int:
 
 def write_domain(path: str, rows: dict, measured: dict, level: float) -> None:
     """The measured domain of every (family, method, p) at ``level``."""
-    from fitontest.core import domains
+    from fitontest.inference import domains
 
     methods = {}
     for (f, m, q), (cov, k) in sorted(measured.items()):
@@ -268,7 +268,7 @@ def write_domain(path: str, rows: dict, measured: dict, level: float) -> None:
         "written_by": "python benchmarks/interval_auto.py "
                       "benchmarks/measured/interval_coverage.md "
                       "benchmarks/measured/interval_coverage_study.md --write-domain "
-                      "src/fitontest/core/measured/intervals.json",
+                      "src/fitontest/inference/measured/intervals.json",
         "quantity": "coverage",
         "laws": "synthetic worlds (shapes at CE 0-0.1, scores U(0,1) / Beta) and the "
                 "default run's own calibrated scores and truths (posterior, smooth)",

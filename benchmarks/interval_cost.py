@@ -1,4 +1,4 @@
-"""Cost of a CE interval (fitontest.intervals) per family and method, n = 1k, 3k, 10k.
+"""Cost of a CE interval (fitontest.inference.intervals) per family and method, n = 1k, 3k, 10k.
 
 Binning families compute every replicate in one pass ("batched"), isotonic and
 smece from counts without refitting ("counted"); all others refit per
@@ -24,7 +24,7 @@ import time
 from fitontest import families
 from fitontest.data import synthetic
 from fitontest.families.base import CalibrationFamily
-from fitontest.intervals import WORLD_T, batched, ce_interval
+from fitontest.inference.intervals import WORLD_T, batched, ce_interval
 
 SIZES = (1000, 3000, 10000)
 

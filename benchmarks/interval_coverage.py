@@ -1,4 +1,4 @@
-"""Coverage and width of the CE intervals (fitontest.intervals) against the exact
+"""Coverage and width of the CE intervals (fitontest.inference.intervals) against the exact
 population CE, per family, method, p, CE level and n (docs/methods.md §11.3).
 
 Worlds: scores s = f(c), labels y ~ Bernoulli(c), c ~ U(0, 1) or Beta(2, 5);
@@ -38,7 +38,7 @@ from scipy.stats import beta as beta_dist
 from fitontest import families
 from fitontest.data.synthetic import BASE_SHAPES
 from fitontest.families.base import estimates, used_estimates
-from fitontest.intervals import (INVERTED_ALPHA_SCALE, IntervalCoverageWarning,
+from fitontest.inference.intervals import (INVERTED_ALPHA_SCALE, IntervalCoverageWarning,
                                  bootstrap_interval, invert,
                                  inverted_level, largest_ce, world_replicates, world_reps)
 

@@ -43,7 +43,7 @@ import numpy as np
 
 from interval_coverage import inverted_rows
 from fitontest import families
-from fitontest.intervals import INVERTED_ALPHA_SCALE, IntervalCoverageWarning
+from fitontest.inference.intervals import INVERTED_ALPHA_SCALE, IntervalCoverageWarning
 
 FAMILIES = ("ece_ew15", "ece_es15", "ece_ew_sweep", "ece_es_sweep", "ece_ew_cv", "ece_es_cv",
             "isotonic", "smece")

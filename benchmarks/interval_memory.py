@@ -75,7 +75,7 @@ def main() -> None:
     print(f"{'family':14s}" + "".join(f"{'n=' + format(n, ','):>24s}" for n in sizes))
     print(f"{'':14s}" + "".join(f"{'wall':>8s}{'CPU':>8s}{'MiB':>8s}" for _ in sizes))
     wall, cpu, peak, _ = measure([sys.executable, "-c", "import fitontest.cli, fitontest.api, "
-                                  "fitontest.families.binning, fitontest.intervals"],
+                                  "fitontest.families.binning, fitontest.inference.intervals"],
                                  args.timeout)
     print(f"{'(imports only)':14s}{wall:8.1f}{cpu:8.1f}{peak:8.0f}")
     with tempfile.TemporaryDirectory() as tmp:

@@ -22,7 +22,7 @@ import time
 from fitontest.data import synthetic
 from fitontest.families.base import CalibrationFamily
 from fitontest.families.isotonic import IsotonicFamily
-from fitontest.intervals import ce_interval
+from fitontest.inference.intervals import ce_interval
 
 
 class RefitIsotonic(IsotonicFamily):

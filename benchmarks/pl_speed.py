@@ -50,7 +50,7 @@ def main() -> None:
     from fitontest.data.synthetic import sample
     from fitontest.families.pl.trainer import resolve_backend
     from fitontest.core.runtime import resolve_device
-    from fitontest.selection import kfold_indices
+    from fitontest.core.selection import kfold_indices
 
     s, y, _ = sample(args.shape, args.ce, args.n, seed=0)
     dev = resolve_device(args.device)

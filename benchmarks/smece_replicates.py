@@ -21,7 +21,7 @@ from unittest import mock
 from fitontest.data import synthetic
 from fitontest.families.base import CalibrationFamily
 from fitontest.families.smece import SmoothECE
-from fitontest.intervals import ce_interval
+from fitontest.inference.intervals import ce_interval
 
 
 def timed(s, y, args):

@@ -44,7 +44,7 @@ from fitontest.report import policy
 from fitontest.report import simulate as S
 from fitontest.report import verdicts as V
 from fitontest.report.specs import build, spec_named
-from fitontest.report.stats import pairwise_better
+from fitontest.inference.stats import pairwise_better
 
 SHAPE = dict(archs=("resnet", "densenet", "wrn"), tasks=("car", "cat", "confidence"),
              calibrators=("beta", "vecs", "platt", "pl3_ce", "scaling_binning", "isotonic"),

@@ -1,4 +1,4 @@
-"""Bands for the calibration map (fitontest.bands, docs/methods.md §11.9)."""
+"""Bands for the calibration map (fitontest.inference.bands, docs/methods.md §11.9)."""
 from __future__ import annotations
 
 import json
@@ -12,11 +12,11 @@ from scipy import stats
 
 from conftest import REPO
 from fitontest import metrics
-from fitontest.bands import (AUTO, BandCoverageWarning, _reference_fitter, band_validity,
+from fitontest.inference.bands import (AUTO, BandCoverageWarning, _reference_fitter, band_validity,
                              monotone_band_test, reliability_band, world_parts)
-from fitontest.core import domains
+from fitontest.inference import domains
 from fitontest.data import synthetic
-from fitontest.monotone_band import dyadic_runs, monotone_band
+from fitontest.inference.monotone_band import dyadic_runs, monotone_band
 
 
 def _grid(shape, ce):
@@ -113,7 +113,7 @@ def test_dyadic_band_matches_brute_force():
 
 
 def test_world_reference_refit_is_the_worlds_reference_map():
-    from fitontest.worlds import reference_gap
+    from fitontest.inference.worlds import reference_gap
 
     for n in (60, 3000):
         s, y, _ = synthetic.sample("beta1", 0.1, n, 2)
@@ -262,7 +262,7 @@ def _worst_table():
 
 
 def test_domain_file_is_the_measured_files_worst_cells():
-    data = json.loads(resources.files("fitontest.core").joinpath("measured", "bands.json")
+    data = json.loads(resources.files("fitontest.inference").joinpath("measured", "bands.json")
                       .read_text())
     rows = _worst_table()
     assert data["measured_file"] == "benchmarks/measured/band_coverage.md"

@@ -9,7 +9,7 @@ import pytest
 from fitontest import families, metrics
 from fitontest.families import bincounts, bincv
 from fitontest.families.binning import BinningFamily
-from fitontest.selection import complexity_rule, kfold_indices
+from fitontest.core.selection import complexity_rule, kfold_indices
 
 
 @pytest.fixture(params=["histogram", "search"])

@@ -9,7 +9,7 @@ import pytest
 
 from fitontest import families
 from fitontest.families.base import resample_chunks
-from fitontest.intervals import ce_interval
+from fitontest.inference.intervals import ce_interval
 
 N = 200_000
 

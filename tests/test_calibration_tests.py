@@ -1,4 +1,4 @@
-"""Tests of perfect calibration (fitontest.calibration_tests, docs/methods.md §11.8).
+"""Tests of perfect calibration (fitontest.inference.calibration_tests, docs/methods.md §11.8).
 
 Independent checks: the Brownian-motion tails against a seeded random-walk
 simulation and against the known means E sup|B| = sqrt(pi/2) and
@@ -12,7 +12,7 @@ from scipy.integrate import quad
 from sklearn.base import clone
 
 from fitontest import families, metrics
-from fitontest import calibration_tests as ct
+from fitontest.inference import calibration_tests as ct
 from fitontest.families.base import estimates, used_estimates
 
 

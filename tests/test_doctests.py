@@ -7,7 +7,7 @@ import importlib
 import pytest
 
 PUBLIC = ["fitontest", "fitontest.api", "fitontest.metrics", "fitontest.calibrated_classifier",
-          "fitontest.families", "fitontest.multiclass", "fitontest.intervals",
+          "fitontest.families", "fitontest.multiclass", "fitontest.inference.intervals",
           "fitontest.core.calibration_error", "fitontest.core.extras",
           "fitontest.core.prediction_files"]
 

@@ -1,4 +1,4 @@
-"""Measured domains (fitontest.core.domains): a valid flag only where its
+"""Measured domains (fitontest.inference.domains): a valid flag only where its
 coverage or size was measured, read from the package data the benchmarks
 write, each data file tied to the measured file it summarises."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from importlib import resources
 
 import pytest
 
-from fitontest.core import domains
+from fitontest.inference import domains
 from conftest import REPO
 
 DATA = {"measured_file": "benchmarks/measured/x.md", "quantity": "coverage",
@@ -53,7 +53,7 @@ def test_size_is_the_other_way_round():
 
 
 def _data_files():
-    root = resources.files("fitontest.core").joinpath("measured")
+    root = resources.files("fitontest.inference").joinpath("measured")
     return sorted(p.name for p in root.iterdir() if p.name.endswith(".json"))
 
 
@@ -83,7 +83,7 @@ def _rederived(tmp_path, name, argv):
         mod.main()
     finally:
         sys.argv = old
-    shipped = _json.loads(resources.files("fitontest.core").joinpath(
+    shipped = _json.loads(resources.files("fitontest.inference").joinpath(
         "measured", f"{name}.json").read_text())
     return _json.loads(out.read_text()), shipped
 

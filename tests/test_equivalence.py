@@ -7,7 +7,7 @@ from scipy import stats
 
 from fitontest.report import findings as F
 from fitontest.report.equivalence import Margin, tost_pair, tost_target
-from fitontest.report.stats import holm, pairwise_better, pairwise_family
+from fitontest.inference.stats import holm, pairwise_better, pairwise_family
 
 MARGIN = 0.05
 

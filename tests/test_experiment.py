@@ -46,7 +46,7 @@ def test_score_evaluator_interval_columns():
     subset with the documented seed, the same for every truth; a refitted
     family with refit_n_boot 0: NaN. true_ce_pop: the hold-out mean, per truth."""
     from fitontest.study.experiment import score_evaluator
-    from fitontest.intervals import ce_interval
+    from fitontest.inference.intervals import ce_interval
 
     rng = np.random.default_rng(3)
     hold = rng.beta(2, 5, 4000)

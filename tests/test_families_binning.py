@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from fitontest import families, metrics
 from fitontest.families.binning import BinningFamily
-from fitontest.selection import complexity_rule, kfold_indices
+from fitontest.core.selection import complexity_rule, kfold_indices
 
 
 # ---------------------------------------------------------------- textbook

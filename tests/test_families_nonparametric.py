@@ -174,7 +174,7 @@ def test_pl_de_registered_candidates():
 
 @pytest.mark.parametrize("name", ["pl_de", "pl_de2"])
 def test_pl_de_cv_contract(name):
-    from fitontest.selection import complexity_rule
+    from fitontest.core.selection import complexity_rule
 
     rng = np.random.default_rng(5)
     s = rng.random(300)

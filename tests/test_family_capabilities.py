@@ -9,7 +9,7 @@ from fitontest import families
 from fitontest.families.base import (CalibrationFamily, DuckFamily, MissingCapability,
                                      estimates, resample_chunks)
 from fitontest.families.binning import BinningFamily
-from fitontest.intervals import bootstrap_indices, ce_interval, refit_replicates
+from fitontest.inference.intervals import bootstrap_indices, ce_interval, refit_replicates
 
 
 def _data(n=600, seed=0):

@@ -6,7 +6,7 @@ import pytest
 
 from fitontest import metrics
 from fitontest.core.registry import Registry
-from fitontest.selection import complexity_rule, kfold_indices
+from fitontest.core.selection import complexity_rule, kfold_indices
 from fitontest.core.validation import check_binary, check_scores, logit
 
 

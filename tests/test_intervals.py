@@ -1,12 +1,12 @@
-"""Bootstrap CE intervals (fitontest.intervals) against independent computations."""
+"""Bootstrap CE intervals (fitontest.inference.intervals) against independent computations."""
 import numpy as np
 import pytest
 
 from fitontest import families, metrics
 from fitontest.data import synthetic
-from fitontest.intervals import (CEInterval, bootstrap_indices, ce_interval, interval_settings,
+from fitontest.inference.intervals import (CEInterval, bootstrap_indices, ce_interval, interval_settings,
                                  refit_replicates, resolve_method)
-from fitontest.intervals import replicate_estimates
+from fitontest.inference.intervals import replicate_estimates
 
 BINNING = ["ece_es15", "ece_ew15", "ece_es_sweep", "ece_ew_sweep", "ece_es_cv", "ece_ew_cv"]
 
@@ -161,7 +161,7 @@ def test_coverage_monte_carlo_synthetic(capsys):
 
 
 def test_metrics_reexports_the_interval_api():
-    from fitontest import intervals
+    from fitontest.inference import intervals
 
     assert metrics.ce_interval is intervals.ce_interval
     assert metrics.CEInterval is intervals.CEInterval
@@ -173,7 +173,7 @@ def test_paper_variant_of_binning_is_refitted_not_batched():
     # the batched path knows only our tie / fold handling: the authors' variant
     # must give what refitting it on each resample gives
     from fitontest import families
-    from fitontest.intervals import bootstrap_indices, refit_replicates, replicate_estimates
+    from fitontest.inference.intervals import bootstrap_indices, refit_replicates, replicate_estimates
 
     rng = np.random.default_rng(5)
     s = np.round(rng.uniform(0, 1, 400), 2)          # ties, where the variants differ
@@ -279,7 +279,7 @@ def test_sun_standard_error_matches_the_sampling_spread():
     against its spread over 3000 independent draws of fixed bins, at CE 0
     and away from it (the SE of each draw is computed from that draw)."""
     from fitontest.core.calibration_error import debiased_bin_terms
-    from fitontest.intervals import sun_se
+    from fitontest.inference.intervals import sun_se
 
     rng = np.random.default_rng(3)
     nb = np.full(10, 100.0)
@@ -298,7 +298,7 @@ def test_invert_reads_a_known_belt():
     the estimate is inside world 0's range."""
     from scipy.stats import norm
 
-    from fitontest.intervals import invert
+    from fitontest.inference.intervals import invert
 
     rng = np.random.default_rng(0)
     theta = np.linspace(0, 0.2, 21)
@@ -315,7 +315,7 @@ def test_inverted_reads_the_worlds_at_the_calibrated_level():
     module's alpha scale (chosen on the coverage benchmark): recomputed here
     from the public world_replicates/invert, and wider than reading them at 0.9
     whenever k < 1."""
-    from fitontest.intervals import (INVERTED_ALPHA_SCALE, invert, inverted_level,
+    from fitontest.inference.intervals import (INVERTED_ALPHA_SCALE, invert, inverted_level,
                                      world_replicates)
 
     assert inverted_level(0.9, 1.0) == pytest.approx(0.9)
@@ -335,7 +335,7 @@ def test_world_zero_is_consistency_resampling():
     """World t = 0 redraws labels as Bernoulli(s): the debiased squared ES-15
     estimate is unbiased there (mean ~ 0, while the data's own map is far
     from calibrated); worlds' true CE rises with t from exactly 0."""
-    from fitontest.intervals import world_replicates
+    from fitontest.inference.intervals import world_replicates
 
     rng = np.random.default_rng(1)
     s = rng.random(1500)
@@ -371,7 +371,7 @@ def test_squared_ce_worlds_resolve_the_tail(monkeypatch):
     the worlds' reference map cut to bins no wider than 1 / b covers (97 % when
     written); the p = 1 reference (b ES bins only, flat across the wide top
     bin) covered 81 %: the gap the study's one-vs-rest laws showed."""
-    from fitontest import intervals
+    from fitontest.inference import intervals
 
     draw, truth = _tail_world(1000)
     s, y = draw(0)
@@ -385,7 +385,7 @@ def test_squared_ce_worlds_resolve_the_tail(monkeypatch):
 
 
 def test_auto_and_validity_flags():
-    from fitontest import intervals
+    from fitontest.inference import intervals
 
     rng = np.random.default_rng(2)
     s = rng.random(400)
@@ -403,7 +403,7 @@ def test_auto_and_validity_flags():
     assert "n = 400" in ce_interval("ece_es15", s, y, n_boot=100).validity_note
     # inside it: the flag of the measured cell (tests/test_domains.py ties the cells
     # to benchmarks/measured/interval_coverage*.md)
-    from fitontest.core.domains import measured
+    from fitontest.inference.domains import measured
 
     big = rng.random(1000)
     yb = (rng.random(1000) < big).astype(int)

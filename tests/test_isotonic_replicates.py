@@ -3,7 +3,7 @@ the base class's refit loop (scikit-learn refitted on every resample)."""
 import numpy as np
 import pytest
 
-from fitontest import intervals
+from fitontest.inference import intervals
 from fitontest.families import isotonic
 from fitontest.families.base import CalibrationFamily, resample_chunks
 from fitontest.families.isotonic import IsotonicFamily

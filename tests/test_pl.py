@@ -14,7 +14,7 @@ from sklearn.exceptions import NotFittedError
 
 from fitontest import families, metrics
 from fitontest.families.pl import PiecewiseLinearFamily, evaluate_map
-from fitontest.selection import kfold_indices
+from fitontest.core.selection import kfold_indices
 from fitontest.core.validation import logit
 
 torch = pytest.importorskip("torch")

@@ -5,7 +5,7 @@ import pytest
 
 from fitontest import families
 from fitontest.core.validation import logit
-from fitontest.selection import kfold_indices
+from fitontest.core.selection import kfold_indices
 
 pytest.importorskip("torch")
 from fitontest.families.pl import algorithm as alg  # noqa: E402  (numba, after torch's skip)

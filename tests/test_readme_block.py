@@ -5,7 +5,7 @@ import pytest
 
 from fitontest.report import findings as F
 from fitontest.report import readme
-from fitontest.report.stats import t_bounds
+from fitontest.inference.stats import t_bounds
 from fitontest.study.schema import SCORE_COLUMNS
 
 

@@ -101,7 +101,7 @@ def test_cluster_interval_covers_where_clopper_pearson_does_not():
     from a beta law with mean 0.85, intra-cluster correlation 0.2): the
     Clopper-Pearson interval over all rows as if independent misses the mean
     far more often than 5 %; Korn-Graubard over the clusters holds it."""
-    from fitontest.report.stats import cluster_binomial_interval
+    from fitontest.inference.stats import cluster_binomial_interval
 
     rng = np.random.default_rng(3)
     p, rho, k, m, reps = 0.85, 0.2, 6, 18, 400
@@ -120,7 +120,7 @@ def test_cluster_interval_covers_where_clopper_pearson_does_not():
 def test_cluster_interval_matches_clopper_pearson_for_independent_rows():
     """One row per cluster and many clusters: the design effect is about 1 and
     the t quantile about z, so the interval is about Clopper-Pearson's."""
-    from fitontest.report.stats import cluster_binomial_interval
+    from fitontest.inference.stats import cluster_binomial_interval
 
     y = (np.random.default_rng(0).random(2000) < 0.9).astype(int)
     got = cluster_binomial_interval(y, np.ones(y.size))

@@ -6,7 +6,8 @@ import pytest
 from scipy import stats as sps
 
 from fitontest.report import simulate as S
-from fitontest.report import stats, verdicts as V
+from fitontest.inference import stats
+from fitontest.report import verdicts as V
 
 SMALL = dict(archs=("a", "b"), tasks=("car", "ship"), calibrators=("none", "platt", "beta"),
              sizes=(1000, 10000))

@@ -7,7 +7,7 @@ import pytest
 from fitontest import families
 from fitontest.families import smece as sm
 from fitontest.families.base import CalibrationFamily
-from fitontest.intervals import ce_interval
+from fitontest.inference.intervals import ce_interval
 
 TOL = 1e-10
 

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from fitontest.report import frames, write
-from fitontest.report import stats as stats_module
+from fitontest.inference import stats as stats_module
 from fitontest.report.specs import SPECS, build, spec_named
 from fitontest.report.table import flat_index
 from fitontest.study.schema import (CALIBRATOR_COLUMNS, SCORE_COLUMNS, SCORE_VALUES,

@@ -240,12 +240,12 @@ def evaluate_binary(evaluator, scores, labels, p=1, interval: float | None = Non
     if interval is not None:
         if p == "max":
             raise ValueError("intervals are available for p=1 and p=2, not p='max'")
-        from .intervals import ce_interval
+        from .inference.intervals import ce_interval
         ci = ce_interval(evaluator if isinstance(evaluator, str) else proto,
                          s, labels, p=p, level=float(interval))
     pvalue, tested = None, None
     if test is not None:
-        from .calibration_tests import calibration_test
+        from .inference.calibration_tests import calibration_test
         tested = calibration_test(s, labels, method=test, evaluator=proto,
                                   p=1 if p == "max" else p)
         pvalue = float(tested.pvalue)
@@ -440,12 +440,15 @@ def _evaluate_auto(probs_or_logits, labels, mode, classes, p, from_logits, inter
     """``evaluator="auto"``: the chooser's recommended estimate (criterion ce,
     default settings, seed 0) with the interval measured for it; the test of
     calibration around the evaluator reported."""
-    from .choose import FALLBACK, choose_evaluator
+    from .inference.choose import FALLBACK, candidate_names, check_settings, choose_tasks
 
     if p == "max":
         raise ValueError("evaluator='auto' chooses for p = 1 or 2, not p='max'")
-    choice = choose_evaluator(probs_or_logits, labels, mode=mode, classes=classes, p=p,
-                              from_logits=from_logits, interval=interval, progress=False)
+    check_settings("ce", p, 40, interval)
+    names, extra = candidate_names("ce", None, False)
+    _, reduced = binary_tasks(probs_or_logits, labels, mode, classes, from_logits)
+    choice = choose_tasks(list(reduced.values()), names, extra, p=p, interval=interval,
+                          progress=False)
     used = FALLBACK if choice.fallback else choice.evaluator
     base = evaluate(probs_or_logits, labels, evaluator=used, mode=mode, classes=classes, p=p,
                     from_logits=from_logits, test=test)

@@ -309,7 +309,7 @@ def ranking(frame, value: str, inference):
     import pandas as pd
 
     from .report.aggregate import aggregate_units
-    from .report.stats import pairwise_better, rank_bounds
+    from .inference.stats import pairwise_better, rank_bounds
 
     cells = aggregate_units(frame, value, [], inference.units, clusters=inference.clusters)
     out = pd.DataFrame({"mean": cells.mean.iloc[0], "lo": cells.lo.iloc[0],

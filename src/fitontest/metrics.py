@@ -2,8 +2,8 @@
 
 The public face of the scores: the estimators themselves live in
 :mod:`fitontest.core.calibration_error` (the families use them, so they sit
-below the families), the bootstrap intervals in :mod:`fitontest.intervals`,
-the bands of the calibration map in :mod:`fitontest.bands`.
+below the families), the bootstrap intervals in :mod:`fitontest.inference.intervals`,
+the bands of the calibration map in :mod:`fitontest.inference.bands`.
 
 >>> import numpy as np
 >>> from fitontest import metrics
@@ -14,9 +14,9 @@ the bands of the calibration map in :mod:`fitontest.bands`.
 from fitontest.core.calibration_error import (ceac, ce_estimate, cmee, debiased_bin_terms,
                                               debiased_ece, folded_normal_mean, kce,
                                               median_heuristic, spearman, true_ce)
-from fitontest.intervals import CEInterval, ce_interval
-from fitontest.calibration_tests import CalibrationTestResult, calibration_test
-from fitontest.bands import ReliabilityBand, monotone_band_test, reliability_band
+from fitontest.inference.intervals import CEInterval, ce_interval
+from fitontest.inference.calibration_tests import CalibrationTestResult, calibration_test
+from fitontest.inference.bands import ReliabilityBand, monotone_band_test, reliability_band
 
 __all__ = ["true_ce", "ce_estimate", "cmee", "ceac", "spearman", "folded_normal_mean",
            "debiased_bin_terms", "debiased_ece", "median_heuristic", "kce",

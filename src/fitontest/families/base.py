@@ -204,7 +204,7 @@ def resample_chunks(n: int, n_boot: int, seed=0, max_bytes: int = 16 * 2 ** 20
     One generator ``numpy.random.default_rng(seed)`` draws the chunks in turn
     (at most ``max_bytes`` each), so the rows are exactly those of one
     ``default_rng(seed).integers(0, n, size=(n_boot, n))`` call
-    (:func:`fitontest.intervals.bootstrap_indices`) without holding them all.
+    (:func:`fitontest.inference.intervals.bootstrap_indices`) without holding them all.
     """
     rng = np.random.default_rng(seed)
     rows = max(1, int(max_bytes // (8 * max(n, 1))))

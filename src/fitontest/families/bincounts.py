@@ -20,7 +20,7 @@ from typing import Iterable
 import numpy as np
 
 from fitontest.core import calibration_error
-from ..selection import complexity_rule
+from ..core.selection import complexity_rule
 from .bincv import CVCodes, count_rows, count_table, es_starts, fold_tests, read_counts
 
 __all__ = ["Codes", "Dense", "es_starts", "edges", "sweep", "fit_rows", "replicate_estimates",

@@ -12,7 +12,7 @@ differences of sums below two edges.
 Nothing about the codes depends on the labels. :class:`CVCodes` holds that
 part of a chunk of rows (the folds' sorted codes, the edges, every bin's
 counts and score sums), so rows with the same points and other labels -- the
-consistency worlds of :mod:`fitontest.intervals`, which redraw only the
+consistency worlds of :mod:`fitontest.inference.intervals`, which redraw only the
 labels -- pay only for the labels (:meth:`CVCodes.scores`).
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ import functools
 
 import numpy as np
 
-from ..selection import kfold_indices
+from ..core.selection import kfold_indices
 
 #: :func:`count_rows` counts by histogram when the value range plus the values
 #: per row is below this many times the needles per row (else it searches)
@@ -262,7 +262,7 @@ def _held_out_positions(n: int, n_folds: int, seed: int) -> tuple[np.ndarray, ..
 
 def fold_tests(fam, n: int) -> tuple[np.ndarray, ...] | None:
     """Held-out positions of the family's CV folds
-    (:func:`fitontest.selection.kfold_indices`) over a row of n points, or None
+    (:func:`fitontest.core.selection.kfold_indices`) over a row of n points, or None
     without CV. Every resample has n points, so one split serves all rows (and
     every later call with the same n: the split is kept)."""
     if fam.selection != "cv":

@@ -65,11 +65,11 @@ Selection
   means are not non-decreasing (compared exactly, as integer cross-products);
   use the last monotone B.
 * ``cv``: candidates B = 1..``max_bins``; ``n_folds``-fold shuffled split
-  (:func:`fitontest.selection.kfold_indices`, ``seed``); for each B the map
+  (:func:`fitontest.core.selection.kfold_indices`, ``seed``); for each B the map
   (slope-1 by default) is fitted on the training folds and scored by the mean
   held-out squared error (c(s) - y)^2; fold means are averaged; the smallest B
   within ``tol`` (0.1 %) of the minimum wins
-  (:func:`fitontest.selection.complexity_rule`); refit on all points.
+  (:func:`fitontest.core.selection.complexity_rule`); refit on all points.
 
 Implementation
 --------------
@@ -89,7 +89,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from fitontest.core import calibration_error
-from ..selection import complexity_rule
+from ..core.selection import complexity_rule
 from fitontest.core.validation import check_scores
 from . import CalibrationFamily, register
 from . import bincounts
@@ -137,7 +137,7 @@ def paper_kfold_indices(n: int, n_folds: int, seed: int):
     """The authors' folds: ``sklearn.model_selection.KFold(n_folds, shuffle=True,
     random_state=seed)``, i.e. ``array_split`` of a legacy ``RandomState(seed)``
     permutation (the same (train, held-out) layout as
-    :func:`fitontest.selection.kfold_indices`)."""
+    :func:`fitontest.core.selection.kfold_indices`)."""
     from sklearn.model_selection import KFold
 
     idx = np.arange(n)

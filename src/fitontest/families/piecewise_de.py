@@ -48,7 +48,7 @@ from math import comb
 
 import numpy as np
 
-from ..selection import complexity_rule, kfold_indices
+from ..core.selection import complexity_rule, kfold_indices
 from . import CalibrationFamily, register
 from fitontest.core.runtime import blas_threads
 from .binning import paper_kfold_indices

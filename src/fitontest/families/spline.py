@@ -30,7 +30,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..selection import complexity_rule, kfold_indices
+from ..core.selection import complexity_rule, kfold_indices
 from . import CalibrationFamily, register
 from fitontest.core.runtime import blas_threads
 

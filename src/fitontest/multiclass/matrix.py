@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..selection import complexity_rule, kfold_indices
+from ..core.selection import complexity_rule, kfold_indices
 from . import register
 from .base import (MultiClassCalibrator, log_softmax, mean_nll, minimize_newton,
                    warn_not_converged)

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .frames import order
-from .stats import t_bounds
+from ..inference.stats import t_bounds
 
 
 def _widen(agg: pd.Series, frame: pd.DataFrame, rows: list[str], columns: str,

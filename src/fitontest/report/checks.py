@@ -40,7 +40,7 @@ is generated from them):
   run's design, e.g. the (model, task, seed) draws for evaluators, the
   (model, draw) fits for calibrators) and returns the methods x methods
   matrix "row significantly better than column"
-  (:func:`fitontest.report.stats.pairwise_better`: paired t-tests of every
+  (:func:`fitontest.inference.stats.pairwise_better`: paired t-tests of every
   pair, Holm over the pairs, as the tables' markers). From it each method
   gets simultaneous rank bounds (:func:`.stats.rank_bounds`). A claim is
   **supported** when the significant orders imply it (e.g. ``best``: the
@@ -73,7 +73,7 @@ from .evidence import (ALPHA, CONTRADICTED, EQUIVALENT, SPEARMAN, SUPPORTED,  # 
                        UNDECIDED, Evidence, NotTestable, Orders, Outcome, _pct, verdict)
 from .equivalence import tost_target
 from .projection import INF, Takes, kth, target_factor
-from .stats import mean_interval, rank_bounds
+from ..inference.stats import mean_interval, rank_bounds
 
 
 def _word(ev_or_claim) -> str:

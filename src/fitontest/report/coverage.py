@@ -21,7 +21,7 @@ import pandas as pd
 from . import policy
 from .aggregate import aggregate
 from .frames import order
-from .stats import cluster_binomial_interval
+from ..inference.stats import cluster_binomial_interval
 from .table import Table
 
 COVERAGE_COLUMNS = ("ce_lo", "ce_hi", "ci_level", "true_ce_pop")

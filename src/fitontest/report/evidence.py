@@ -12,7 +12,7 @@ from . import policy
 from .aggregate import aggregate_units
 from .equivalence import Margin, tost_pvalues
 from .projection import Projection, Takes
-from .stats import holm, pairwise_better, pairwise_family
+from ..inference.stats import holm, pairwise_better, pairwise_family
 
 ALPHA = policy.ALPHA
 SPEARMAN = "spearman"

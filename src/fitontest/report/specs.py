@@ -43,7 +43,7 @@ from .frames import (TASK_WORDS, order, resolve_ranked_calibrators,
                      select_truth, spearman_by_group)
 from . import policy
 from .policy import Inference, inference_for
-from .stats import friedman, significance_markers
+from ..inference.stats import friedman, significance_markers
 from .table import Table, sections
 
 # Friedman blocks: the units of the policy (descriptive: blocks of one seed

@@ -36,7 +36,7 @@ from scipy import stats as sps
 from . import policy
 from .aggregate import aggregate_units
 from .simulate import ScoreWorld, relabel_as_evaluators
-from .stats import best_vs_rest_wilcoxon, significance_markers
+from ..inference.stats import best_vs_rest_wilcoxon, significance_markers
 
 
 @dataclass(frozen=True)
@@ -208,7 +208,7 @@ def power(world: ScoreWorld, procedure: Procedure = NEW, *, n_rep: int = 200, se
     over each table row's pairs) order correctly (``detected``) and wrongly
     (``reversed``), and of equal pairs called different (``false``), per true
     log-scale gap. One line per gap; Monte-Carlo SE over replicates."""
-    from .stats import pairwise_better
+    from ..inference.stats import pairwise_better
 
     eff = pd.Series(dict(world.effects), dtype=np.float64)
     names = list(eff.index)

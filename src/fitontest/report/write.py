@@ -83,7 +83,7 @@ def write_cd_diagram(table: Table, out_dir) -> list[Path]:
     at least three methods over complete blocks (else nothing)."""
     from .figures.cd import critical_difference_diagram
     from .figures.output import save
-    from .stats import complete_blocks
+    from ..inference.stats import complete_blocks
 
     if table.blocks is None:
         return []

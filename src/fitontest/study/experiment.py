@@ -78,7 +78,7 @@ def mean_abs_pair(d: np.ndarray) -> tuple[float, float]:
 
 
 def interval_columns(ci) -> dict[str, float]:
-    """``ce_lo``, ``ce_hi``, ``ci_level`` of a :class:`~fitontest.intervals.CEInterval`;
+    """``ce_lo``, ``ce_hi``, ``ci_level`` of a :class:`~fitontest.inference.intervals.CEInterval`;
     all NaN where no interval was computed (``ci`` None)."""
     if ci is None:
         return {"ce_lo": np.nan, "ce_hi": np.nan, "ci_level": np.nan}
@@ -132,7 +132,7 @@ def subset_interval(name: str, fam, s: np.ndarray, y: np.ndarray, est: Mapping[s
     """Bootstrap interval (docs/methods.md §11.1) of a fitted evaluator's L1 estimate
     on its subset, as the ``interval`` config block says for family ``name``
     (None where disabled); ``seed`` makes each subset's resamples its own."""
-    from fitontest.intervals import bootstrap_interval, interval_settings
+    from fitontest.inference.intervals import bootstrap_interval, interval_settings
 
     settings = interval_settings(name, interval)
     if settings is None:

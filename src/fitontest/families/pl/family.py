@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...selection import complexity_rule, kfold_indices
+from ...core.selection import complexity_rule, kfold_indices
 from fitontest.core.extras import require
 from fitontest.core.validation import logit
 from .. import CalibrationFamily, register

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import scikit_posthocs as sp
 
-from ..stats import average_ranks, complete_blocks, nemenyi
+from fitontest.inference.stats import average_ranks, complete_blocks, nemenyi
 from .axes import new_ax
 
 

@@ -44,7 +44,7 @@ def fit_on_test_diagram(family_or_name, scores, labels, true_map=None, ax=None, 
     aligned with ``scores``. The title gives the CE estimate mean |ĉ(s) − s|^p
     (and the debiased one where the family has it) and the true CE.
     ``band``: a level in (0, 1) shades the band of the calibration map from
-    the same data (:func:`fitontest.bands.reliability_band`, method ``auto``).
+    the same data (:func:`fitontest.inference.bands.reliability_band`, method ``auto``).
     """
     s, y = check_binary(scores, labels, need_both_classes=False)
     fam, name = family_and_name(family_or_name)

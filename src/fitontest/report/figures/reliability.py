@@ -90,10 +90,10 @@ BAND_COLOUR = "#6a3d9a"   # purple: apart from the bars' blue and the filling's 
 
 
 def draw_band(ax, scores, labels, level: float, color: str = BAND_COLOUR, **options):
-    """Shade the :func:`fitontest.bands.reliability_band` of (scores, labels) at
+    """Shade the :func:`fitontest.inference.bands.reliability_band` of (scores, labels) at
     ``level`` (method ``auto`` unless ``options`` say otherwise) on ``ax``; the
     legend entry names the level, pointwise or simultaneous, and the method."""
-    from fitontest.bands import reliability_band
+    from fitontest.inference.bands import reliability_band
 
     band = reliability_band(scores, labels, level=level, **options)
     band.plot(ax, color=color, alpha=0.2)

@@ -42,7 +42,7 @@ def smooth_reliability_diagram(scores, labels, *, ax=None, n_boot: int = 200,
     """Draw the smooth reliability diagram of (scores, labels) on ``ax``; returns ``ax``.
 
     ``band``: a level in (0, 1) shades the band of the calibration map of
-    :func:`fitontest.bands.reliability_band` (method ``auto``, its coverage
+    :func:`fitontest.inference.bands.reliability_band` (method ``auto``, its coverage
     measured: docs/methods.md §11.9) instead of the curve's pointwise
     bootstrap band, whose coverage of the map is not measured.
     """

@@ -2,8 +2,8 @@
 
 - :func:`reference_bin_count`: the number of equal-size bins of the worlds'
   reference map (docs/methods.md §14), b = n^(1/3) (bins of about n^(2/3)
-  points), between 1 and n // 10: the worlds (:func:`fitontest.worlds.reference_gap`)
-  and the ``world`` reliability band (:mod:`fitontest.bands`) refit the same map.
+  points), between 1 and n // 10: the worlds (:func:`fitontest.inference.worlds.reference_gap`)
+  and the ``world`` reliability band (:mod:`fitontest.inference.bands`) refit the same map.
 - :data:`CHUNK_CELLS` and :func:`chunk_rows`: label matrices of redrawn worlds
   or resamples are built in blocks of about 4 million cells (32 MB of float64),
   small enough for a laptop, large enough that the per-block Python overhead

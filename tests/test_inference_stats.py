@@ -10,7 +10,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from scipy import stats as sps  # noqa: E402
 
-from fitontest.report import stats  # noqa: E402
+from fitontest.inference import stats  # noqa: E402
 from fitontest.report.figures.cd import critical_difference_diagram  # noqa: E402
 from fitontest.report.specs import build, spec_named  # noqa: E402
 from fitontest.study.schema import SCORE_COLUMNS, SCORE_VALUES  # noqa: E402

@@ -19,7 +19,7 @@ import numpy as np
 from scipy import stats
 
 from .calibration_tests import CalibrationTestResult
-from .core.validation import check_binary
+from ..core.validation import check_binary
 
 
 def score_groups(s_sorted: np.ndarray, n_groups: int) -> np.ndarray:

@@ -3,7 +3,7 @@
 A ``valid`` flag (of a CE interval, a reliability band, a test of calibration,
 the evaluator chooser's interval) is a claim about a measured error rate, and
 only holds where it was measured. Each such benchmark writes its measured
-domain as package data, ``fitontest/core/measured/<name>.json`` (never
+domain as package data, ``fitontest/inference/measured/<name>.json`` (never
 constants typed into modules), naming the measured file it summarises; the
 code reads it here, and ``tests/test_domains.py`` ties each data file to its
 measured file.
@@ -127,8 +127,8 @@ class Measured:
 
 @lru_cache(maxsize=None)
 def measured(name: str) -> Measured:
-    """The data file ``fitontest/core/measured/<name>.json``."""
-    path = resources.files("fitontest.core").joinpath("measured", f"{name}.json")
+    """The data file ``fitontest/inference/measured/<name>.json``."""
+    path = resources.files("fitontest.inference").joinpath("measured", f"{name}.json")
     if not path.is_file():          # nothing measured (yet): every flag None
         return Measured({"measured_file": f"no measured file ({name}.json)", "methods": {}},
                         name)
@@ -138,7 +138,7 @@ def measured(name: str) -> Measured:
 def write(path, data: dict) -> None:
     """Write a measured-domain data file (for the benchmarks that measure one),
     keys sorted, so that a rerun with the same numbers changes nothing."""
-    from .io import write_text
+    from ..core.io import write_text
 
     write_text(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
