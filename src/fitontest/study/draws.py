@@ -50,22 +50,40 @@ def draw_positions(n_holdout: int, n_val: int, draws: int, seed: int = 0) -> lis
     return [np.sort(perm[d * n_val:(d + 1) * n_val]) for d in range(draws)]
 
 
+def draw_layout(n_holdout: int, n_val: int, draws: int,
+                seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(fitting positions, measuring positions) of draws 1..``draws`` in the
+    hold-out: :func:`draw_positions`, each measured on every other point."""
+    out = []
+    for pos in draw_positions(n_holdout, n_val, draws, seed):
+        rest = np.ones(int(n_holdout), dtype=bool)
+        rest[pos] = False
+        out.append((pos, np.flatnonzero(rest)))
+    return out
+
+
 def draw_rows(holdout: Mapping[str, np.ndarray], positions: np.ndarray,
               task_specs: Mapping[str, Any], multiclass_names: Sequence[str],
               binary_names: Sequence[str], truths: Sequence[str], *,
               config_params: Mapping[str, Mapping[str, Any]] | None = None,
-              seed: int = 0) -> pd.DataFrame:
+              seed: int = 0, measure: np.ndarray | None = None) -> pd.DataFrame:
     """The calibrators' rows (:data:`CALIBRATOR_COLUMNS`, without ``arch``
     and ``draw``) of one draw: every calibrator fitted on the hold-out
-    ``positions``, measured on the other hold-out points.
+    ``positions``, measured on the hold-out ``measure`` positions (None:
+    every other hold-out point) with the truths re-estimated there.
 
     ``holdout``: the hold-out logits file (``logits``, ``labels`` and,
     for sources with a known posterior, ``posterior``)."""
     logits = np.asarray(holdout["logits"], dtype=np.float64)
     labels = np.asarray(holdout["labels"])
     post = holdout.get("posterior")
-    rest = np.ones(labels.size, dtype=bool)
-    rest[positions] = False
+    if measure is None:
+        rest = np.ones(labels.size, dtype=bool)
+        rest[positions] = False
+    else:
+        rest = np.sort(np.asarray(measure, dtype=np.int64))
+        if np.intersect1d(rest, positions).size:
+            raise ValueError("a draw's measuring points must not include its fitting points")
     fit_l, fit_y, ev_l, ev_y = logits[positions], labels[positions], logits[rest], labels[rest]
     ev_post = None if post is None else np.asarray(post)[rest]
     # calibrated scores on the measuring points: (task, calibrator) -> (scores, labels, posterior)
@@ -108,9 +126,9 @@ def calibrator_draws(holdout: Mapping[str, np.ndarray], n_val: int, draws: int,
     :data:`CALIBRATOR_COLUMNS` + ``draw``)."""
     n = int(np.asarray(holdout["labels"]).size)
     parts = []
-    for d, pos in enumerate(draw_positions(n, n_val, draws, seed), start=1):
+    for d, (pos, measure) in enumerate(draw_layout(n, n_val, draws, seed), start=1):
         f = draw_rows(holdout, pos, task_specs, multiclass_names, binary_names, truths,
-                      config_params=config_params, seed=seed)
+                      config_params=config_params, seed=seed, measure=measure)
         parts.append(f.assign(arch=arch, **{CALIBRATOR_DRAW: d}))
         if log:
             log(f"{arch}: draw {d} of {draws}: {len(f)} rows")
@@ -120,4 +138,4 @@ def calibrator_draws(holdout: Mapping[str, np.ndarray], n_val: int, draws: int,
     return pd.concat(parts, ignore_index=True)[cols]
 
 
-__all__ = ["draw_positions", "draw_rows", "calibrator_draws", "DRAW_SALT"]
+__all__ = ["draw_positions", "draw_layout", "draw_rows", "calibrator_draws", "DRAW_SALT"]
