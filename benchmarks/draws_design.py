@@ -11,38 +11,40 @@ whose truth is exactly known (the tabular generator, fitontest.data.tabular):
   default's main truth, fitted to the labels) and posterior;
 - every replicate draws a fresh validation split (``n_val`` rows) and a fresh
   hold-out (``n_holdout`` rows) -- the default config's proportions: 30000,
-  2000, 3 draws -- and runs the study's Table-2 arithmetic on them: draw 0
-  fitted on the validation split (rule calibrator_metrics' arithmetic, here
-  ``draws.draw_rows``), draws 1..3 by ``draws.calibrator_draws`` itself;
+  2000, 3 draws -- and runs the study's Table-2 arithmetic on them: the
+  study's own calibrators fitted on the validation split
+  (``draws.calibrated_scores``, the rules calibrate_*' arithmetic), then
+  ``draws.calibrator_draws`` itself, as rule calibrator_draws runs it (draw 0
+  and draws 1..3, each measured where the layout says);
 - **A/A**: in every draw, ``platt`` is also fitted on the two halves of the
   draw's fitting points (``platt_a``, ``platt_b``) and measured where the draw
-  measures (``draws.draw_layout``): equal population performance by
+  measures (:func:`study_layout`): equal population performance by
   construction. A table row (a task; a (network, task) in the by-model
   tables) that marks one of the pair "significantly worse" -- Table 2's
-  paired t-test over the (network, draw) clusters, two-sided 5 % -- is a
-  false positive;
+  paired t-test over the (network, draw) clusters, two-sided 5 %, Holm -- is
+  a false positive;
 - **coverage**: the printed 95 % interval of every cell (and the t-interval
   of the cluster differences of a pair of calibrators) against the
   population value: the calibrator's CEAC / CMEE against the exact true map
   (the posterior truth on ``--n-pop`` fresh rows), averaged over ``--fits``
   fresh validation sets of ``n_val`` rows ("these networks; new validation
   sets"). Also against the design's own expectation (the mean of the cell
-  over the replicates: what the clusters estimate when the truth's
-  estimation bias is set aside);
+  over the replicates: what the clusters estimate, the truth estimator's
+  bias included);
 - ``deff``: the variance over replicates of a network's mean over its draws,
   over the mean within-replicate variance of its draws / draws: 1 when the
   draws are independent, above 1 when they share an error.
 
 Every rate comes with its Monte-Carlo SE (over replicates).
 
-    nice -n 10 python benchmarks/draws_design.py [--reps 150] [--fits 100]
+    nice -n 10 python benchmarks/draws_design.py [--reps 120] [--fits 100]
 """
 from __future__ import annotations
 
 import argparse
 import os
 import time
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -68,11 +70,17 @@ PAIRS = {"ceac": (("platt", "isotonic"), ("none", "platt")), "cmee": (("platt", 
 COLUMNS = {"ceac": ("none",) + BINARY, "cmee": BINARY}
 
 
-@dataclass(frozen=True)
-class Layout:
+class Layout(NamedTuple):
     n_holdout: int = 30_000
     n_val: int = 2000
     draws: int = 3
+
+
+def cells(frame: pd.DataFrame, measure: str, rows: list[str]):
+    """Table 2's cells (the policy's units and clusters for the frame)."""
+    inf = policy.inference_for("calibrators", measure, frame)
+    return aggregate_units(frame, measure, rows, inf.units, columns="calibrator",
+                           clusters=inf.clusters), inf
 
 
 def train(gen: TabularGenerator, names, n_train: int, seed: int = 0) -> dict:
@@ -84,6 +92,64 @@ def _logits(clf, X, k):
     return models.log_proba(clf, X, k).astype(np.float64)
 
 
+def study_layout(n_val: int, n_holdout: int, draws: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(fitting, measuring) positions of draws 0..``draws`` in rows that hold
+    the validation split first, then the hold-out: draw 0 fits on the split,
+    draw d on its hold-out points (:func:`draws.draw_layout`), each measured
+    on its own slice (:func:`draws.measure_positions`)."""
+    m0 = D.measure_positions(n_holdout, n_val, draws)[0]
+    return [(np.arange(n_val), n_val + m0)] + [
+        (n_val + f, n_val + m) for f, m in D.draw_layout(n_holdout, n_val, draws)]
+
+
+def placebo_rows(data: dict, layout, task_specs: dict, truths, arch: str,
+                 name: str = PLACEBO) -> pd.DataFrame:
+    """The A/A pair of every draw of ``layout``: binary family ``name`` fitted
+    on the two halves of the draw's fitting points (``NAME_a``, ``NAME_b``:
+    equal population performance), as rule calibrate_binary fits, and
+    measured on the draw's measuring points as draw 0 is
+    (:func:`draws.validation_rows`: the truths re-estimated there)."""
+    lg, y = np.asarray(data["logits"], dtype=np.float64), np.asarray(data["labels"])
+    p = multiclass.get("none").fit(lg[:2], y[:2]).predict_proba(lg)
+    none = {}
+    for task, spec in task_specs.items():
+        s, yy = task_lib.reduce(spec, p, y)
+        none[task] = {"holdout_scores": s, "holdout_labels": yy}
+        if "posterior" in data:
+            none[task]["holdout_posterior"] = task_lib.event_posterior(spec, p, data["posterior"])
+    parts = []
+    for d, (fit, meas) in enumerate(layout):
+        files = {}
+        for task, f in none.items():
+            files[(task, "none")] = f
+            s, yy = f["holdout_scores"], f["holdout_labels"]
+            for half, tag in ((fit[0::2], "a"), (fit[1::2], "b")):
+                fam, _ = fit_family(name, s[half], yy[half])
+                files[(task, f"{name}_{tag}")] = {**f, "holdout_scores": np.clip(
+                    fam.predict(s), 0.0, 1.0)}
+        r = D.validation_rows(files, meas, [], list(truths))
+        parts.append(r[r["calibrator"] != "none"].assign(arch=arch, **{CALIBRATOR_DRAW: d}))
+    return pd.concat(parts, ignore_index=True)
+
+
+def aa_verdicts(frame: pd.DataFrame, measures=tuple(COLUMNS), name: str = PLACEBO) -> list[dict]:
+    """Per truth, measure and table row (a task; a (network, task) by model):
+    whether Table 2's markers call one of the A/A pair significantly worse."""
+    pair = [f"{name}_a", f"{name}_b"]
+    f = frame[frame["calibrator"].isin(pair)]
+    out = []
+    for truth in pd.unique(f["truth"]):
+        for measure in measures:
+            for layout, rows in (("per task", ["task"]), ("by model", ["arch", "task"])):
+                c, inf = cells(f[f["truth"] == truth], measure, rows)
+                for label, u in c.units.items():
+                    ok = significance_markers(u[pair], min_clusters=inf.min_clusters)
+                    out.append({"truth": truth, "measure": measure, "layout": layout,
+                                "row": label, "false_positive": bool((~ok).any()),
+                                "clusters": int(u.shape[0])})
+    return out
+
+
 def replicate(gen: TabularGenerator, nets: dict, layout: Layout, rng) -> pd.DataFrame:
     """Table 2's rows of one study (a fresh validation split and hold-out),
     with the A/A pair, columns of ``calibrators.parquet`` + ``draw``."""
@@ -91,26 +157,18 @@ def replicate(gen: TabularGenerator, nets: dict, layout: Layout, rng) -> pd.Data
     X, y = gen.sample(n_val + n_h, rng)          # validation rows first, then the hold-out
     post = gen.posterior(X)
     k = gen.num_classes
-    fit0, meas0 = np.arange(n_val), np.arange(n_val, n_val + n_h)
+    lays = study_layout(n_val, n_h, layout.draws)
     parts = []
     for arch, clf in nets.items():
         data = {"logits": _logits(clf, X, k), "labels": y, "posterior": post}
+        val = {key: v[:n_val] for key, v in data.items()}
         holdout = {key: v[n_val:] for key, v in data.items()}
-        # draw 0: the validation split, measured on the hold-out
-        f0 = D.draw_rows(data, fit0, TASKS, ["none"], list(BINARY), list(TRUTHS),
-                         measure=meas0).assign(**{CALIBRATOR_DRAW: 0})
-        fd = D.calibrator_draws(holdout, n_val, layout.draws, TASKS, ["none"], list(BINARY),
-                                list(TRUTHS), arch=arch)
-        parts += [f0.assign(arch=arch), fd]
-        # the A/A pair: the placebo fitted on the halves of each draw's points
-        lays = [(data, fit0, meas0)] + [(holdout, f, m) for f, m in
-                                        D.draw_layout(n_h, n_val, layout.draws)]
-        for d, (src, fit, meas) in enumerate(lays):
-            for half, tag in ((fit[0::2], "a"), (fit[1::2], "b")):
-                r = D.draw_rows(src, half, TASKS, ["none"], [PLACEBO], list(TRUTHS),
-                                measure=meas)
-                r = r[r["calibrator"] == PLACEBO].assign(calibrator=f"{PLACEBO}_{tag}")
-                parts.append(r.assign(arch=arch, **{CALIBRATOR_DRAW: d}))
+        # the study's own calibrators (rules calibrate_*: fitted on the validation
+        # split), then draws 0..3 as rule calibrator_draws measures them
+        study = D.calibrated_scores(val, holdout, TASKS, ["none"], list(BINARY))
+        parts.append(D.calibrator_draws(holdout, n_val, layout.draws, TASKS, ["none"],
+                                        list(BINARY), list(TRUTHS), arch=arch, validation=study))
+        parts.append(placebo_rows(data, lays, TASKS, TRUTHS, arch))
     return pd.concat(parts, ignore_index=True)
 
 
@@ -160,17 +218,10 @@ def population(gen: TabularGenerator, nets: dict, layout: Layout, n_pop: int, fi
     return pd.DataFrame(rows)
 
 
-def cells(frame: pd.DataFrame, measure: str, rows: list[str]):
-    """Table 2's cells (the policy's units and clusters for the frame)."""
-    inf = policy.inference_for("calibrators", measure, frame)
-    return aggregate_units(frame, measure, rows, inf.units, columns="calibrator",
-                           clusters=inf.clusters), inf
-
-
-def measure_rep(frame: pd.DataFrame) -> tuple[list[dict], list[dict]]:
-    """One replicate's cells and pair differences (mean, lo, hi per truth,
-    measure, table layout, row and column), and its A/A verdicts."""
-    out, aa = [], []
+def measure_rep(frame: pd.DataFrame) -> list[dict]:
+    """One replicate's cells and pair differences: mean, lo, hi per truth,
+    measure, table layout, row and column."""
+    out = []
     for truth in TRUTHS:
         f = frame[frame["truth"] == truth]
         for measure, cols in COLUMNS.items():
@@ -187,13 +238,7 @@ def measure_rep(frame: pd.DataFrame) -> tuple[list[dict], list[dict]]:
                         m, lo, hi = mean_interval(u[a] - u[b])
                         out.append({**key, "row": label, "column": f"{a} - {b}",
                                     "mean": m, "lo": lo, "hi": hi})
-                pair = [f"{PLACEBO}_a", f"{PLACEBO}_b"]
-                c, inf = cells(f[f["calibrator"].isin(pair)], measure, rows)
-                for label, u in c.units.items():
-                    ok = significance_markers(u[pair], min_clusters=inf.min_clusters)
-                    aa.append({**key, "row": label, "false_positive": bool((~ok).any()),
-                               "clusters": int(u.shape[0])})
-    return out, aa
+    return out
 
 
 def targets(pop: pd.DataFrame) -> dict:
@@ -268,7 +313,7 @@ def summarise(recs: list[dict], aa: list[dict], tgt: dict, reps: int) -> tuple:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--reps", type=int, default=150)
+    ap.add_argument("--reps", type=int, default=120)
     ap.add_argument("--fits", type=int, default=100)
     ap.add_argument("--n-pop", type=int, default=400_000)
     ap.add_argument("--n-train", type=int, default=5000)
@@ -296,9 +341,8 @@ def main() -> None:
     for r in range(a.reps):
         f = replicate(gen, nets, layout, np.random.default_rng([a.seed, 11, r]))
         frames.append(f[f["calibrator"].isin(COLUMNS["ceac"])])
-        o, v = measure_rep(f)
-        recs += o
-        aa += v
+        recs += measure_rep(f)
+        aa += aa_verdicts(f)
         if (r + 1) % 25 == 0:
             print(f"  {r + 1} replicates, {time.process_time() - c0:.0f} CPU-s", flush=True)
     cov, fp = summarise(recs, aa, targets(pop),

@@ -122,6 +122,16 @@ def calibrator_draw_files(wildcards=None):
     return expand(res("calibrator_draws/{arch}.parquet"), exp=config["exp"], arch=ARCHS)
 
 
+def calibrator_metric_files(stage):
+    """Draw 0's ``calibrated`` or ``truth`` files of rule calibrator_metrics
+    (every network, task and calibrator); none when calibrators.draws > 0, where
+    rule calibrator_draws measures draw 0 on its own slice of the hold-out."""
+    if config["calibrators"]["draws"]:
+        return []
+    return expand(res(f"{stage}/{{arch}}/{{task}}/{{calibrator}}.npz"), exp=config["exp"],
+                  arch=ARCHS, task=TASKS, calibrator=CALIBRATORS)
+
+
 def real_outputs():
     """The real-data study's tables (data_source logits; real.smk)."""
     exp = config["exp"]

@@ -1,5 +1,6 @@
 """Replicates of the calibrators' table: every calibrator refitted on further
-validation draws (docs/methods.md §6.4).
+validation draws, each measured on its own slice of the hold-out
+(docs/methods.md §6.4).
 
 Table 2 compares post-hoc calibrators fitted once per network on the
 validation split: three networks are three units, too few for any honest
@@ -7,13 +8,22 @@ test. The replicates here give each network ``draws`` more independent
 fits at a small cost (the fits and their metrics only, no evaluator):
 
 - draw d = 1, 2, ... fits every calibrator on ``n_val`` hold-out points,
-  disjoint from the other draws' (one seeded permutation of the hold-out
-  positions, :func:`draw_positions`) — a new validation set from the same
-  population as the validation split (draw 0, the study's own fits);
-- its CEAC and CMEE are measured on the rest of the hold-out (every point
-  not used by that draw's fit), with the truths re-estimated there, exactly
-  as :func:`fitontest.study.experiment.calibrator_rows` does for draw 0.
+  disjoint from the other draws' (consecutive slices of one seeded
+  permutation of the hold-out positions, :func:`draw_positions`) — a new
+  validation set from the same population as the validation split (draw 0,
+  the study's own fits);
+- the hold-out points that no draw fits on are cut into ``draws + 1``
+  disjoint measuring slices (:func:`measure_positions`, the rest of the same
+  permutation): draw d's CEAC and CMEE are measured on slice d, and draw 0's
+  (the study's own calibrators, :func:`validation_rows`) on slice 0, with
+  every truth re-estimated on the slice, as
+  :func:`fitontest.study.experiment.calibrator_rows` does on the hold-out.
 
+No two draws of a network share a fitting or a measuring point, so its
+(network, draw) rows are independent given the network: a draw measured on
+the rest of the hold-out shared 26k of 28k points and the truths fitted
+there with every other draw, and the by-network intervals held the
+population value far less often than 95 % (benchmarks/measured/draws_design.md).
 Rows carry ``draw`` (:data:`~fitontest.study.schema.CALIBRATOR_DRAW`); the
 policy's clusters of Table 2 are then the (network, draw) pairs
 (:mod:`fitontest.report.policy`).
@@ -26,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from fitontest import multiclass
+from fitontest.core.io import load_npz
 from . import tasks as task_lib
 from . import truth as truth_lib
 from .experiment import calibrator_rows, family_params, fit_family
@@ -35,10 +46,7 @@ from .schema import CALIBRATOR_COLUMNS, CALIBRATOR_DRAW
 DRAW_SALT = 4321
 
 
-def draw_positions(n_holdout: int, n_val: int, draws: int, seed: int = 0) -> list[np.ndarray]:
-    """``draws`` disjoint sets of ``n_val`` hold-out positions (draws 1, 2, ...):
-    consecutive slices of ``default_rng([seed, 4321]).permutation(n_holdout)``.
-    At least half of the hold-out stays for measuring each draw."""
+def _permutation(n_holdout: int, n_val: int, draws: int, seed: int) -> np.ndarray:
     n_holdout, n_val, draws = int(n_holdout), int(n_val), int(draws)
     if draws < 0 or n_val < 1:
         raise ValueError(f"need draws >= 0 and n_val >= 1, got {draws} and {n_val}")
@@ -46,20 +54,91 @@ def draw_positions(n_holdout: int, n_val: int, draws: int, seed: int = 0) -> lis
         raise ValueError(f"calibrators.draws: {draws} validation draws of {n_val} points need "
                          f"{draws * n_val} hold-out points, more than half of the "
                          f"{n_holdout}; reduce calibrators.draws or increase split.n_holdout")
-    perm = np.random.default_rng([int(seed), DRAW_SALT]).permutation(n_holdout)
-    return [np.sort(perm[d * n_val:(d + 1) * n_val]) for d in range(draws)]
+    return np.random.default_rng([int(seed), DRAW_SALT]).permutation(n_holdout)
+
+
+def draw_positions(n_holdout: int, n_val: int, draws: int, seed: int = 0) -> list[np.ndarray]:
+    """``draws`` disjoint sets of ``n_val`` hold-out positions (the fitting points
+    of draws 1, 2, ...): consecutive slices of
+    ``default_rng([seed, 4321]).permutation(n_holdout)``. They take at most
+    half of the hold-out."""
+    perm = _permutation(n_holdout, n_val, draws, seed)
+    return [np.sort(perm[d * n_val:(d + 1) * n_val]) for d in range(int(draws))]
+
+
+def measure_positions(n_holdout: int, n_val: int, draws: int, seed: int = 0) -> list[np.ndarray]:
+    """``draws + 1`` disjoint measuring slices of the hold-out, draw 0's first:
+    the rest of :func:`draw_positions`' permutation (the points no draw fits
+    on) cut into consecutive slices of near-equal size (``numpy.array_split``).
+    ``draws = 0``: one slice, the whole hold-out."""
+    perm = _permutation(n_holdout, n_val, draws, seed)
+    return [np.sort(p) for p in np.array_split(perm[int(draws) * int(n_val):], int(draws) + 1)]
 
 
 def draw_layout(n_holdout: int, n_val: int, draws: int,
                 seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     """(fitting positions, measuring positions) of draws 1..``draws`` in the
-    hold-out: :func:`draw_positions`, each measured on every other point."""
-    out = []
-    for pos in draw_positions(n_holdout, n_val, draws, seed):
-        rest = np.ones(int(n_holdout), dtype=bool)
-        rest[pos] = False
-        out.append((pos, np.flatnonzero(rest)))
+    hold-out (:func:`draw_positions`, :func:`measure_positions`)."""
+    return list(zip(draw_positions(n_holdout, n_val, draws, seed),
+                    measure_positions(n_holdout, n_val, draws, seed)[1:]))
+
+
+def calibrated_scores(fit: Mapping[str, np.ndarray], apply: Mapping[str, np.ndarray],
+                      task_specs: Mapping[str, Any], multiclass_names: Sequence[str],
+                      binary_names: Sequence[str], *,
+                      config_params: Mapping[str, Mapping[str, Any]] | None = None,
+                      seed: int = 0) -> dict[tuple[str, str], dict[str, np.ndarray]]:
+    """Every calibrator fitted on the ``fit`` rows and applied to the ``apply``
+    rows (each ``logits``, ``labels``; ``apply`` with ``posterior`` where
+    known), as the rules calibrate_multiclass and calibrate_binary do: (task,
+    calibrator) -> the hold-out keys of a calibrated file (``holdout_scores``,
+    ``holdout_labels``, ``holdout_posterior``), ``none`` included."""
+    fit_l, fit_y = np.asarray(fit["logits"], dtype=np.float64), np.asarray(fit["labels"])
+    ev_l, ev_y = np.asarray(apply["logits"], dtype=np.float64), np.asarray(apply["labels"])
+    ev_post = apply.get("posterior")
+    out: dict[tuple[str, str], dict[str, np.ndarray]] = {}
+    fit_scores: dict[str, tuple] = {}
+    for name in dict.fromkeys(["none", *multiclass_names]):
+        cal = multiclass.get(name).fit(fit_l, fit_y)
+        p_fit, p_ev = cal.predict_proba(fit_l), cal.predict_proba(ev_l)
+        for task, spec in task_specs.items():
+            s_ev, y_ev = task_lib.reduce(spec, p_ev, ev_y)
+            out[(task, name)] = {"holdout_scores": s_ev, "holdout_labels": y_ev}
+            if ev_post is not None:
+                out[(task, name)]["holdout_posterior"] = task_lib.event_posterior(
+                    spec, p_ev, ev_post)
+            if name == "none":
+                fit_scores[task] = task_lib.reduce(spec, p_fit, fit_y)
+    for name in binary_names:
+        params = family_params(name, config_params, seed)
+        for task in task_specs:
+            fam, _ = fit_family(name, *fit_scores[task], params)
+            none = out[(task, "none")]
+            out[(task, name)] = {**none, "holdout_scores": np.clip(
+                fam.predict(none["holdout_scores"]), 0.0, 1.0)}
     return out
+
+
+def _rows(scored: Mapping[tuple[str, str], Mapping[str, np.ndarray]],
+          multiclass_names: Sequence[str], truths: Sequence[str]) -> pd.DataFrame:
+    """:func:`calibrator_rows` of every (task, calibrator) of ``scored``
+    (calibrated files on the measuring points, each task's ``none``
+    included), the truths estimated on those points."""
+    missing = sorted({t for t, _ in scored} - {t for t, n in scored if n == "none"})
+    if missing:
+        raise ValueError(f"the uncalibrated ('none') scores of task(s) {missing} are missing: "
+                         f"CMEE is against their true map")
+    maps = {key: truth_lib.estimate_all(truths, d["holdout_scores"], d["holdout_labels"],
+                                        posterior=d.get("holdout_posterior"))
+            for key, d in scored.items()}
+    mc = set(multiclass_names)
+    rows = []
+    for (task, name), d in scored.items():
+        kind = "none" if name == "none" else ("multiclass" if name in mc else "binary")
+        for row in calibrator_rows(kind, d["holdout_scores"], d["holdout_labels"],
+                                   maps[(task, name)], maps[(task, "none")]):
+            rows.append({"task": task, "calibrator": name, **row})
+    return pd.DataFrame(rows)
 
 
 def draw_rows(holdout: Mapping[str, np.ndarray], positions: np.ndarray,
@@ -69,73 +148,74 @@ def draw_rows(holdout: Mapping[str, np.ndarray], positions: np.ndarray,
               seed: int = 0, measure: np.ndarray | None = None) -> pd.DataFrame:
     """The calibrators' rows (:data:`CALIBRATOR_COLUMNS`, without ``arch``
     and ``draw``) of one draw: every calibrator fitted on the hold-out
-    ``positions``, measured on the hold-out ``measure`` positions (None:
-    every other hold-out point) with the truths re-estimated there.
+    ``positions`` (:func:`calibrated_scores`), measured on the hold-out
+    ``measure`` positions (None: every other hold-out point) with the truths
+    re-estimated there.
 
     ``holdout``: the hold-out logits file (``logits``, ``labels`` and,
     for sources with a known posterior, ``posterior``)."""
-    logits = np.asarray(holdout["logits"], dtype=np.float64)
-    labels = np.asarray(holdout["labels"])
-    post = holdout.get("posterior")
+    n = np.asarray(holdout["labels"]).size
+    positions = np.asarray(positions, dtype=np.int64)
     if measure is None:
-        rest = np.ones(labels.size, dtype=bool)
-        rest[positions] = False
-    else:
-        rest = np.sort(np.asarray(measure, dtype=np.int64))
-        if np.intersect1d(rest, positions).size:
-            raise ValueError("a draw's measuring points must not include its fitting points")
-    fit_l, fit_y, ev_l, ev_y = logits[positions], labels[positions], logits[rest], labels[rest]
-    ev_post = None if post is None else np.asarray(post)[rest]
-    # calibrated scores on the measuring points: (task, calibrator) -> (scores, labels, posterior)
-    scored: dict[tuple[str, str], tuple] = {}
-    fit_scores: dict[str, tuple] = {}
-    for name in dict.fromkeys(["none", *multiclass_names]):
-        cal = multiclass.get(name).fit(fit_l, fit_y)
-        p_fit, p_ev = cal.predict_proba(fit_l), cal.predict_proba(ev_l)
-        for task, spec in task_specs.items():
-            s_ev, y_ev = task_lib.reduce(spec, p_ev, ev_y)
-            q = None if ev_post is None else task_lib.event_posterior(spec, p_ev, ev_post)
-            scored[(task, name)] = (s_ev, y_ev, q)
-            if name == "none":
-                fit_scores[task] = task_lib.reduce(spec, p_fit, fit_y)
-    for name in binary_names:
-        params = family_params(name, config_params, seed)
-        for task in task_specs:
-            s_fit, y_fit = fit_scores[task]
-            fam, _ = fit_family(name, s_fit, y_fit, params)
-            s0, y0, q0 = scored[(task, "none")]
-            scored[(task, name)] = (np.clip(fam.predict(s0), 0.0, 1.0), y0, q0)
-    maps: dict[tuple[str, str], dict[str, np.ndarray]] = {
-        key: {t: truth_lib.estimate(t, s, y, posterior=q) for t in truths}
-        for key, (s, y, q) in scored.items()}
-    kinds = {n: "multiclass" for n in multiclass_names} | {n: "binary" for n in binary_names}
-    kinds["none"] = "none"
-    rows = []
-    for (task, name), (s, y, _) in scored.items():
-        for row in calibrator_rows(kinds[name], s, y, maps[(task, name)], maps[(task, "none")]):
-            rows.append({"task": task, "calibrator": name, **row})
-    return pd.DataFrame(rows)
+        measure = np.setdiff1d(np.arange(n), positions)
+    measure = np.sort(np.asarray(measure, dtype=np.int64))
+    if np.intersect1d(measure, positions).size:
+        raise ValueError("a draw's measuring points must not include its fitting points")
+    keys = [k for k in ("logits", "labels", "posterior") if k in holdout]
+    scored = calibrated_scores({k: np.asarray(holdout[k])[positions] for k in keys},
+                               {k: np.asarray(holdout[k])[measure] for k in keys},
+                               task_specs, multiclass_names, binary_names,
+                               config_params=config_params, seed=seed)
+    return _rows(scored, multiclass_names, truths)
+
+
+def validation_rows(calibrated: Mapping[tuple[str, str], Any], measure: np.ndarray,
+                    multiclass_names: Sequence[str], truths: Sequence[str]) -> pd.DataFrame:
+    """Draw 0's rows (as :func:`draw_rows`): the study's own calibrators, fitted
+    on the validation split, measured on the hold-out ``measure`` positions
+    with the truths re-estimated there.
+
+    ``calibrated``: (task, calibrator) -> a calibrated file of the workflow
+    (``holdout_scores``, ``holdout_labels`` and, where known,
+    ``holdout_posterior``) or its path; every task needs its ``none``.
+    Names not in ``multiclass_names`` (nor ``none``) are binary calibrators."""
+    measure = np.sort(np.asarray(measure, dtype=np.int64))
+    keys = ("holdout_scores", "holdout_labels", "holdout_posterior")
+    scored = {}
+    for key, d in calibrated.items():
+        d = d if isinstance(d, Mapping) else load_npz(d)
+        scored[tuple(key)] = {k: np.asarray(d[k])[measure] for k in keys if k in d}
+    return _rows(scored, multiclass_names, truths)
 
 
 def calibrator_draws(holdout: Mapping[str, np.ndarray], n_val: int, draws: int,
                      task_specs: Mapping[str, Any], multiclass_names: Sequence[str],
                      binary_names: Sequence[str], truths: Sequence[str], *, arch: str,
                      config_params: Mapping[str, Mapping[str, Any]] | None = None,
-                     seed: int = 0, log=None) -> pd.DataFrame:
+                     seed: int = 0, validation: Mapping[tuple[str, str], Any] | None = None,
+                     log=None) -> pd.DataFrame:
     """Rows of draws 1..``draws`` of network ``arch`` (columns
-    :data:`CALIBRATOR_COLUMNS` + ``draw``)."""
+    :data:`CALIBRATOR_COLUMNS` + ``draw``), each measured on its own slice of
+    the hold-out (:func:`draw_layout`), and of draw 0 on slice 0 when
+    ``validation`` (the study's calibrated files, :func:`validation_rows`)
+    is given."""
     n = int(np.asarray(holdout["labels"]).size)
     parts = []
+    if validation is not None:
+        f = validation_rows(validation, measure_positions(n, n_val, draws, seed)[0],
+                            multiclass_names, truths)
+        parts.append(f.assign(arch=arch, **{CALIBRATOR_DRAW: 0}))
     for d, (pos, measure) in enumerate(draw_layout(n, n_val, draws, seed), start=1):
         f = draw_rows(holdout, pos, task_specs, multiclass_names, binary_names, truths,
                       config_params=config_params, seed=seed, measure=measure)
         parts.append(f.assign(arch=arch, **{CALIBRATOR_DRAW: d}))
         if log:
-            log(f"{arch}: draw {d} of {draws}: {len(f)} rows")
+            log(f"{arch}: draw {d} of {draws}: {len(f)} rows on {measure.size} measuring points")
     cols = CALIBRATOR_COLUMNS + [CALIBRATOR_DRAW]
     if not parts:
         return pd.DataFrame(columns=cols)
     return pd.concat(parts, ignore_index=True)[cols]
 
 
-__all__ = ["draw_positions", "draw_layout", "draw_rows", "calibrator_draws", "DRAW_SALT"]
+__all__ = ["draw_positions", "measure_positions", "draw_layout", "calibrated_scores", "draw_rows",
+           "validation_rows", "calibrator_draws", "DRAW_SALT"]
