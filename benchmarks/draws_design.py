@@ -73,7 +73,7 @@ COLUMNS = {"ceac": ("none",) + BINARY, "cmee": BINARY}
 class Layout(NamedTuple):
     n_holdout: int = 30_000
     n_val: int = 2000
-    draws: int = 3
+    draws: int = 4
 
 
 def cells(frame: pd.DataFrame, measure: str, rows: list[str]):
@@ -92,23 +92,49 @@ def _logits(clf, X, k):
     return models.log_proba(clf, X, k).astype(np.float64)
 
 
-def study_layout(n_val: int, n_holdout: int, draws: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(fitting, measuring) positions of draws 0..``draws`` in rows that hold
-    the validation split first, then the hold-out: draw 0 fits on the split,
-    draw d on its hold-out points (:func:`draws.draw_layout`), each measured
-    on its own slice (:func:`draws.measure_positions`)."""
-    m0 = D.measure_positions(n_holdout, n_val, draws)[0]
-    return [(np.arange(n_val), n_val + m0)] + [
-        (n_val + f, n_val + m) for f, m in D.draw_layout(n_holdout, n_val, draws)]
+def aa_layout(kind: str, n_val: int, n_holdout: int, draws: int,
+              network: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(fitting, measuring) positions of every draw of ``network`` in rows that
+    hold the validation split first, then the hold-out:
+
+    - ``shipped``: :func:`draws.draw_layout` (the network's own permutation,
+      each draw measured on its own slice);
+    - ``previous`` (before this check): the validation split (the study's own
+      fits, the same images for every network) measured on the whole
+      hold-out, and ``draws - 1`` draws fitted on slices of one permutation
+      shared by every network, each measured on the rest of the hold-out;
+    - ``with-draw-0``: the validation split and ``draws - 1`` draws of the
+      network's own permutation, each measured on a slice of its own.
+
+    Every layout has ``draws`` draws per network."""
+    if kind == "shipped":
+        return [(n_val + f, n_val + m)
+                for f, m in D.draw_layout(n_holdout, n_val, draws, network=network)]
+    val, draws = np.arange(n_val), draws - 1
+    if kind == "previous":
+        rest = [np.setdiff1d(np.arange(n_holdout), f)
+                for f in D.draw_positions(n_holdout, n_val, draws)]
+        return [(val, n_val + np.arange(n_holdout))] + [
+            (n_val + f, n_val + m) for f, m in zip(D.draw_positions(n_holdout, n_val, draws),
+                                                   rest)]
+    if kind == "with-draw-0":
+        fits = D.draw_positions(n_holdout, n_val, draws, network=network)
+        used = np.concatenate(fits)
+        free = np.random.default_rng([D.name_seed(network), 5]).permutation(
+            np.setdiff1d(np.arange(n_holdout), used))
+        slices = np.array_split(free, draws + 1)
+        return [(val, n_val + np.sort(slices[0]))] + [
+            (n_val + f, n_val + np.sort(m)) for f, m in zip(fits, slices[1:])]
+    raise ValueError(f"unknown layout {kind!r}")
 
 
 def placebo_rows(data: dict, layout, task_specs: dict, truths, arch: str,
                  name: str = PLACEBO) -> pd.DataFrame:
-    """The A/A pair of every draw of ``layout``: binary family ``name`` fitted
-    on the two halves of the draw's fitting points (``NAME_a``, ``NAME_b``:
-    equal population performance), as rule calibrate_binary fits, and
-    measured on the draw's measuring points as draw 0 is
-    (:func:`draws.validation_rows`: the truths re-estimated there)."""
+    """The A/A pair of every draw of ``layout`` (draws numbered from 1):
+    binary family ``name`` fitted on the two halves of the draw's fitting
+    points (``NAME_a``, ``NAME_b``: equal population performance), as rule
+    calibrate_binary fits, and measured on the draw's measuring points with
+    the truths re-estimated there (:func:`draws.measured_rows`)."""
     lg, y = np.asarray(data["logits"], dtype=np.float64), np.asarray(data["labels"])
     p = multiclass.get("none").fit(lg[:2], y[:2]).predict_proba(lg)
     none = {}
@@ -118,7 +144,7 @@ def placebo_rows(data: dict, layout, task_specs: dict, truths, arch: str,
         if "posterior" in data:
             none[task]["holdout_posterior"] = task_lib.event_posterior(spec, p, data["posterior"])
     parts = []
-    for d, (fit, meas) in enumerate(layout):
+    for d, (fit, meas) in enumerate(layout, start=1):
         files = {}
         for task, f in none.items():
             files[(task, "none")] = f
@@ -127,7 +153,7 @@ def placebo_rows(data: dict, layout, task_specs: dict, truths, arch: str,
                 fam, _ = fit_family(name, s[half], yy[half])
                 files[(task, f"{name}_{tag}")] = {**f, "holdout_scores": np.clip(
                     fam.predict(s), 0.0, 1.0)}
-        r = D.validation_rows(files, meas, [], list(truths))
+        r = D.measured_rows(files, [], list(truths), measure=meas)
         parts.append(r[r["calibrator"] != "none"].assign(arch=arch, **{CALIBRATOR_DRAW: d}))
     return pd.concat(parts, ignore_index=True)
 
@@ -150,26 +176,26 @@ def aa_verdicts(frame: pd.DataFrame, measures=tuple(COLUMNS), name: str = PLACEB
     return out
 
 
-def replicate(gen: TabularGenerator, nets: dict, layout: Layout, rng) -> pd.DataFrame:
-    """Table 2's rows of one study (a fresh validation split and hold-out),
-    with the A/A pair, columns of ``calibrators.parquet`` + ``draw``."""
+def replicate(gen: TabularGenerator, nets: dict, layout: Layout, rng,
+              aa_layouts=("shipped",)) -> tuple[pd.DataFrame, dict]:
+    """Table 2's rows of one study (a fresh validation split and hold-out:
+    columns of ``calibrators.parquet``), and per A/A layout the A/A pair's rows."""
     n_val, n_h = layout.n_val, layout.n_holdout
     X, y = gen.sample(n_val + n_h, rng)          # validation rows first, then the hold-out
     post = gen.posterior(X)
     k = gen.num_classes
-    lays = study_layout(n_val, n_h, layout.draws)
-    parts = []
+    parts, aa = [], {kind: [] for kind in aa_layouts}
     for arch, clf in nets.items():
         data = {"logits": _logits(clf, X, k), "labels": y, "posterior": post}
-        val = {key: v[:n_val] for key, v in data.items()}
         holdout = {key: v[n_val:] for key, v in data.items()}
-        # the study's own calibrators (rules calibrate_*: fitted on the validation
-        # split), then draws 0..3 as rule calibrator_draws measures them
-        study = D.calibrated_scores(val, holdout, TASKS, ["none"], list(BINARY))
+        # what rule calibrator_draws computes
         parts.append(D.calibrator_draws(holdout, n_val, layout.draws, TASKS, ["none"],
-                                        list(BINARY), list(TRUTHS), arch=arch, validation=study))
-        parts.append(placebo_rows(data, lays, TASKS, TRUTHS, arch))
-    return pd.concat(parts, ignore_index=True)
+                                        list(BINARY), list(TRUTHS), arch=arch))
+        for kind in aa_layouts:
+            aa[kind].append(placebo_rows(data, aa_layout(kind, n_val, n_h, layout.draws, arch),
+                                         TASKS, TRUTHS, arch))
+    return (pd.concat(parts, ignore_index=True),
+            {kind: pd.concat(v, ignore_index=True) for kind, v in aa.items()})
 
 
 def _step_means(c: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -279,7 +305,8 @@ def deff(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def summarise(recs: list[dict], aa: list[dict], tgt: dict, reps: int) -> tuple:
+def summarise(recs: list[dict], tgt: dict, reps: int) -> pd.DataFrame:
+    """Coverage of the cells and differences, per truth, measure, table layout and kind."""
     c = pd.DataFrame(recs)
     c["kind"] = np.where(c["column"].str.contains(" - "), "difference", "cell")
     c["pop"] = [tgt[(m, lay, r, col)] for m, lay, r, col in
@@ -302,13 +329,18 @@ def summarise(recs: list[dict], aa: list[dict], tgt: dict, reps: int) -> tuple:
         "cover design": cov[("hit design", "mean")],
         "se ": cov[("hit design", "std")] / np.sqrt(reps),
         "worst cell design": worst["hit design"], "|bias|/half-width": bias})
+    return out
+
+
+def aa_summary(aa: list[dict], reps: int) -> pd.DataFrame:
+    """A/A rate per layout, truth, measure and table layout, Monte-Carlo SE over replicates."""
+    keys = ["design", "truth", "measure", "layout"]
     a = pd.DataFrame(aa)
-    a["rep"] = a.groupby(["truth", "measure", "layout", "row"]).cumcount()
-    ar = a.groupby(["truth", "measure", "layout", "rep"])["false_positive"].mean()
-    fp = ar.groupby(level=["truth", "measure", "layout"]).agg(["mean", "std"])
-    fp = pd.DataFrame({"A/A rate": fp["mean"], "se": fp["std"] / np.sqrt(reps),
-                       "clusters": a.groupby(["truth", "measure", "layout"])["clusters"].min()})
-    return out, fp
+    a["rep"] = a.groupby(keys + ["row"]).cumcount()
+    fp = a.groupby(keys + ["rep"])["false_positive"].mean().groupby(level=keys).agg(
+        ["mean", "std"])
+    return pd.DataFrame({"A/A rate": fp["mean"], "se": fp["std"] / np.sqrt(reps),
+                         "clusters": a.groupby(keys)["clusters"].min()})
 
 
 def main() -> None:
@@ -318,10 +350,12 @@ def main() -> None:
     ap.add_argument("--n-pop", type=int, default=400_000)
     ap.add_argument("--n-train", type=int, default=5000)
     ap.add_argument("--networks", nargs="*", default=["logreg", "gnb", "mlp"])
-    ap.add_argument("--n-holdout", type=int, default=Layout.n_holdout)
-    ap.add_argument("--n-val", type=int, default=Layout.n_val)
-    ap.add_argument("--draws", type=int, default=Layout.draws)
+    ap.add_argument("--n-holdout", type=int, default=Layout().n_holdout)
+    ap.add_argument("--n-val", type=int, default=Layout().n_val)
+    ap.add_argument("--draws", type=int, default=Layout().draws)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--aa-layouts", nargs="*", default=["shipped", "previous", "with-draw-0"],
+                    choices=["shipped", "previous", "with-draw-0"])
     a = ap.parse_args()
     pd.set_option("display.width", 200)
     pd.set_option("display.max_columns", 20)
@@ -339,20 +373,19 @@ def main() -> None:
           .to_string())
     recs, aa, frames = [], [], []
     for r in range(a.reps):
-        f = replicate(gen, nets, layout, np.random.default_rng([a.seed, 11, r]))
+        f, placebo = replicate(gen, nets, layout, np.random.default_rng([a.seed, 11, r]),
+                               a.aa_layouts)
         frames.append(f[f["calibrator"].isin(COLUMNS["ceac"])])
         recs += measure_rep(f)
-        aa += aa_verdicts(f)
+        aa += [{"design": kind, **v} for kind, x in placebo.items() for v in aa_verdicts(x)]
         if (r + 1) % 25 == 0:
             print(f"  {r + 1} replicates, {time.process_time() - c0:.0f} CPU-s", flush=True)
-    cov, fp = summarise(recs, aa, targets(pop),
-                        a.reps)
     print("\nA/A: the placebo pair (platt on the two halves of each draw's points) marked "
           "'significantly worse' (share of table rows; nominal 5 %)")
-    print(fp.to_string(float_format=lambda x: f"{x:.3f}"))
+    print(aa_summary(aa, a.reps).to_string(float_format=lambda x: f"{x:.3f}"))
     print("\ncoverage of the printed 95 % intervals (share of cells; cell = calibrator, "
           "difference = t-interval of a pair's cluster differences)")
-    print(cov.to_string(float_format=lambda x: f"{x:.3f}"))
+    print(summarise(recs, targets(pop), a.reps).to_string(float_format=lambda x: f"{x:.3f}"))
     print("\ndesign effect of a network's draws (1 = independent draws)")
     print(deff(frames).to_string(float_format=lambda x: f"{x:.2f}"))
     print(f"\nwall {time.perf_counter() - t0:.0f} s, CPU {time.process_time() - c0:.0f} s "

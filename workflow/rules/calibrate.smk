@@ -115,14 +115,12 @@ for _batch, _names in BINARY_BATCHES.items():
             "../scripts/calibrate_binary.py"
 
 
-# Replicates of Table 2 (docs/methods.md §6.4): every calibrator refitted on
-# `calibrators.draws` further validation draws of the hold-out; each draw, and
-# draw 0 (the calibrated files above), measured on its own slice of the rest
-# of the hold-out; one job per network, no evaluator.
+# Table 2's replicates (docs/methods.md §6.4): every calibrator refitted on
+# `calibrators.draws` validation draws of the hold-out, each fitted and measured
+# on its own points of the network's permutation; one job per network, no evaluator.
 rule calibrator_draws:
     input:
         holdout=res("logits/{arch}/holdout.npz"),
-        calibrated=calibrated(CALIBRATORS),
     output:
         res("calibrator_draws/{arch}.parquet"),
     log:

@@ -123,9 +123,9 @@ def calibrator_draw_files(wildcards=None):
 
 
 def calibrator_metric_files(stage):
-    """Draw 0's ``calibrated`` or ``truth`` files of rule calibrator_metrics
-    (every network, task and calibrator); none when calibrators.draws > 0, where
-    rule calibrator_draws measures draw 0 on its own slice of the hold-out."""
+    """The ``calibrated`` or ``truth`` files of the study's own calibrators for
+    rule calibrator_metrics (Table 2 of one fit per network); none when
+    calibrators.draws > 0: Table 2 is then over the draws alone (§6.4)."""
     if config["calibrators"]["draws"]:
         return []
     return expand(res(f"{stage}/{{arch}}/{{task}}/{{calibrator}}.npz"), exp=config["exp"],

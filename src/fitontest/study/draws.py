@@ -1,29 +1,31 @@
-"""Replicates of the calibrators' table: every calibrator refitted on further
-validation draws, each measured on its own slice of the hold-out
-(docs/methods.md §6.4).
+"""Replicates of the calibrators' table: every calibrator refitted on
+validation draws of the hold-out, each draw of each network fitted and
+measured on its own points (docs/methods.md §6.4, §6.5).
 
 Table 2 compares post-hoc calibrators fitted once per network on the
 validation split: three networks are three units, too few for any honest
-test. The replicates here give each network ``draws`` more independent
-fits at a small cost (the fits and their metrics only, no evaluator):
+test. With ``draws`` > 0 Table 2 is computed over replicates instead, at a
+small cost (the fits and their metrics only, no evaluator):
 
-- draw d = 1, 2, ... fits every calibrator on ``n_val`` hold-out points,
-  disjoint from the other draws' (consecutive slices of one seeded
-  permutation of the hold-out positions, :func:`draw_positions`) — a new
-  validation set from the same population as the validation split (draw 0,
-  the study's own fits);
-- the hold-out points that no draw fits on are cut into ``draws + 1``
-  disjoint measuring slices (:func:`measure_positions`, the rest of the same
-  permutation): draw d's CEAC and CMEE are measured on slice d, and draw 0's
-  (the study's own calibrators, :func:`validation_rows`) on slice 0, with
-  every truth re-estimated on the slice, as
+- each network has its own seeded permutation of the hold-out positions
+  (``default_rng([seed, 4321, crc32(network)])``); its draw d = 1, 2, ...
+  fits every calibrator on the d-th slice of ``n_val`` points
+  (:func:`draw_positions`): a new validation set from the population of
+  the validation split;
+- the rest of the permutation is cut into ``draws`` disjoint measuring
+  slices (:func:`measure_positions`): draw d's CEAC and CMEE are measured on
+  slice d, with every truth re-estimated on it, as
   :func:`fitontest.study.experiment.calibrator_rows` does on the hold-out.
 
-No two draws of a network share a fitting or a measuring point, so its
-(network, draw) rows are independent given the network: a draw measured on
-the rest of the hold-out shared 26k of 28k points and the truths fitted
-there with every other draw, and the by-network intervals held the
-population value far less often than 95 % (benchmarks/measured/draws_design.md).
+So no two draws of a network share a fitting or a measuring point, and the
+draws of different networks are independent draws (overlapping by chance,
+as the test subsets of §6.2). The study's own calibrators (draw 0) are not
+among them: every network's were fitted on the same validation images, so
+their rows move together. Measured on the layout (benchmarks/draws_design.py,
+benchmarks/measured/draws_design.md): draws that shared the measuring points
+and the fitting points across networks (draw 0 among them) made Table 2's
+A/A test reject 16.5 % of the time at nominal 5 % and the by-network
+intervals hold the population value in 69 % of cells.
 Rows carry ``draw`` (:data:`~fitontest.study.schema.CALIBRATOR_DRAW`); the
 policy's clusters of Table 2 are then the (network, draw) pairs
 (:mod:`fitontest.report.policy`).
@@ -36,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from fitontest import multiclass
-from fitontest.core.io import load_npz
+from fitontest.data.split import name_seed
 from . import tasks as task_lib
 from . import truth as truth_lib
 from .experiment import calibrator_rows, family_params, fit_family
@@ -46,41 +48,46 @@ from .schema import CALIBRATOR_COLUMNS, CALIBRATOR_DRAW
 DRAW_SALT = 4321
 
 
-def _permutation(n_holdout: int, n_val: int, draws: int, seed: int) -> np.ndarray:
+def _permutation(n_holdout: int, n_val: int, draws: int, seed: int,
+                 network: str | None) -> np.ndarray:
     n_holdout, n_val, draws = int(n_holdout), int(n_val), int(draws)
-    if draws < 0 or n_val < 1:
-        raise ValueError(f"need draws >= 0 and n_val >= 1, got {draws} and {n_val}")
+    if draws < 1 or n_val < 1:
+        raise ValueError(f"need draws >= 1 and n_val >= 1, got {draws} and {n_val}")
     if draws * n_val > n_holdout // 2:
         raise ValueError(f"calibrators.draws: {draws} validation draws of {n_val} points need "
                          f"{draws * n_val} hold-out points, more than half of the "
                          f"{n_holdout}; reduce calibrators.draws or increase split.n_holdout")
-    return np.random.default_rng([int(seed), DRAW_SALT]).permutation(n_holdout)
+    key = [int(seed), DRAW_SALT] + ([] if network is None else [name_seed(network)])
+    return np.random.default_rng(key).permutation(n_holdout)
 
 
-def draw_positions(n_holdout: int, n_val: int, draws: int, seed: int = 0) -> list[np.ndarray]:
-    """``draws`` disjoint sets of ``n_val`` hold-out positions (the fitting points
-    of draws 1, 2, ...): consecutive slices of
-    ``default_rng([seed, 4321]).permutation(n_holdout)``. They take at most
-    half of the hold-out."""
-    perm = _permutation(n_holdout, n_val, draws, seed)
+def draw_positions(n_holdout: int, n_val: int, draws: int, seed: int = 0,
+                   network: str | None = None) -> list[np.ndarray]:
+    """The fitting points of draws 1..``draws``: consecutive disjoint slices of
+    ``n_val`` positions of the ``network``'s permutation
+    ``default_rng([seed, 4321, crc32(network)]).permutation(n_holdout)``
+    (without ``network``: ``[seed, 4321]``). They take at most half of the
+    hold-out."""
+    perm = _permutation(n_holdout, n_val, draws, seed, network)
     return [np.sort(perm[d * n_val:(d + 1) * n_val]) for d in range(int(draws))]
 
 
-def measure_positions(n_holdout: int, n_val: int, draws: int, seed: int = 0) -> list[np.ndarray]:
-    """``draws + 1`` disjoint measuring slices of the hold-out, draw 0's first:
-    the rest of :func:`draw_positions`' permutation (the points no draw fits
-    on) cut into consecutive slices of near-equal size (``numpy.array_split``).
-    ``draws = 0``: one slice, the whole hold-out."""
-    perm = _permutation(n_holdout, n_val, draws, seed)
-    return [np.sort(p) for p in np.array_split(perm[int(draws) * int(n_val):], int(draws) + 1)]
+def measure_positions(n_holdout: int, n_val: int, draws: int, seed: int = 0,
+                      network: str | None = None) -> list[np.ndarray]:
+    """The measuring points of draws 1..``draws``: the rest of
+    :func:`draw_positions`' permutation (the points no draw of the network
+    fits on) cut into ``draws`` consecutive slices of near-equal size
+    (``numpy.array_split``)."""
+    perm = _permutation(n_holdout, n_val, draws, seed, network)
+    return [np.sort(p) for p in np.array_split(perm[int(draws) * int(n_val):], int(draws))]
 
 
-def draw_layout(n_holdout: int, n_val: int, draws: int,
-                seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(fitting positions, measuring positions) of draws 1..``draws`` in the
-    hold-out (:func:`draw_positions`, :func:`measure_positions`)."""
-    return list(zip(draw_positions(n_holdout, n_val, draws, seed),
-                    measure_positions(n_holdout, n_val, draws, seed)[1:]))
+def draw_layout(n_holdout: int, n_val: int, draws: int, seed: int = 0,
+                network: str | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(fitting positions, measuring positions) of draws 1..``draws`` of
+    ``network`` (:func:`draw_positions`, :func:`measure_positions`)."""
+    return list(zip(draw_positions(n_holdout, n_val, draws, seed, network),
+                    measure_positions(n_holdout, n_val, draws, seed, network)))
 
 
 def calibrated_scores(fit: Mapping[str, np.ndarray], apply: Mapping[str, np.ndarray],
@@ -119,15 +126,19 @@ def calibrated_scores(fit: Mapping[str, np.ndarray], apply: Mapping[str, np.ndar
     return out
 
 
-def _rows(scored: Mapping[tuple[str, str], Mapping[str, np.ndarray]],
-          multiclass_names: Sequence[str], truths: Sequence[str]) -> pd.DataFrame:
-    """:func:`calibrator_rows` of every (task, calibrator) of ``scored``
-    (calibrated files on the measuring points, each task's ``none``
-    included), the truths estimated on those points."""
-    missing = sorted({t for t, _ in scored} - {t for t, n in scored if n == "none"})
+def measured_rows(calibrated: Mapping[tuple[str, str], Mapping[str, np.ndarray]],
+                  multiclass_names: Sequence[str], truths: Sequence[str],
+                  measure: np.ndarray | None = None) -> pd.DataFrame:
+    """:func:`calibrator_rows` of every (task, calibrator) of ``calibrated``
+    (as :func:`calibrated_scores` returns; each task's ``none`` included),
+    on the points ``measure`` (None: all), the truths estimated there. Names
+    not in ``multiclass_names`` (nor ``none``) are binary calibrators."""
+    missing = sorted({t for t, _ in calibrated} - {t for t, n in calibrated if n == "none"})
     if missing:
         raise ValueError(f"the uncalibrated ('none') scores of task(s) {missing} are missing: "
                          f"CMEE is against their true map")
+    at = slice(None) if measure is None else np.sort(np.asarray(measure, dtype=np.int64))
+    scored = {key: {k: np.asarray(v)[at] for k, v in d.items()} for key, d in calibrated.items()}
     maps = {key: truth_lib.estimate_all(truths, d["holdout_scores"], d["holdout_labels"],
                                         posterior=d.get("holdout_posterior"))
             for key, d in scored.items()}
@@ -166,56 +177,28 @@ def draw_rows(holdout: Mapping[str, np.ndarray], positions: np.ndarray,
                                {k: np.asarray(holdout[k])[measure] for k in keys},
                                task_specs, multiclass_names, binary_names,
                                config_params=config_params, seed=seed)
-    return _rows(scored, multiclass_names, truths)
-
-
-def validation_rows(calibrated: Mapping[tuple[str, str], Any], measure: np.ndarray,
-                    multiclass_names: Sequence[str], truths: Sequence[str]) -> pd.DataFrame:
-    """Draw 0's rows (as :func:`draw_rows`): the study's own calibrators, fitted
-    on the validation split, measured on the hold-out ``measure`` positions
-    with the truths re-estimated there.
-
-    ``calibrated``: (task, calibrator) -> a calibrated file of the workflow
-    (``holdout_scores``, ``holdout_labels`` and, where known,
-    ``holdout_posterior``) or its path; every task needs its ``none``.
-    Names not in ``multiclass_names`` (nor ``none``) are binary calibrators."""
-    measure = np.sort(np.asarray(measure, dtype=np.int64))
-    keys = ("holdout_scores", "holdout_labels", "holdout_posterior")
-    scored = {}
-    for key, d in calibrated.items():
-        d = d if isinstance(d, Mapping) else load_npz(d)
-        scored[tuple(key)] = {k: np.asarray(d[k])[measure] for k in keys if k in d}
-    return _rows(scored, multiclass_names, truths)
+    return measured_rows(scored, multiclass_names, truths)
 
 
 def calibrator_draws(holdout: Mapping[str, np.ndarray], n_val: int, draws: int,
                      task_specs: Mapping[str, Any], multiclass_names: Sequence[str],
                      binary_names: Sequence[str], truths: Sequence[str], *, arch: str,
                      config_params: Mapping[str, Mapping[str, Any]] | None = None,
-                     seed: int = 0, validation: Mapping[tuple[str, str], Any] | None = None,
-                     log=None) -> pd.DataFrame:
+                     seed: int = 0, log=None) -> pd.DataFrame:
     """Rows of draws 1..``draws`` of network ``arch`` (columns
-    :data:`CALIBRATOR_COLUMNS` + ``draw``), each measured on its own slice of
-    the hold-out (:func:`draw_layout`), and of draw 0 on slice 0 when
-    ``validation`` (the study's calibrated files, :func:`validation_rows`)
-    is given."""
+    :data:`CALIBRATOR_COLUMNS` + ``draw``), each fitted and measured on its
+    own points of the network's permutation (:func:`draw_layout`)."""
     n = int(np.asarray(holdout["labels"]).size)
     parts = []
-    if validation is not None:
-        f = validation_rows(validation, measure_positions(n, n_val, draws, seed)[0],
-                            multiclass_names, truths)
-        parts.append(f.assign(arch=arch, **{CALIBRATOR_DRAW: 0}))
-    for d, (pos, measure) in enumerate(draw_layout(n, n_val, draws, seed), start=1):
+    for d, (pos, measure) in enumerate(draw_layout(n, n_val, draws, seed, arch), start=1):
         f = draw_rows(holdout, pos, task_specs, multiclass_names, binary_names, truths,
                       config_params=config_params, seed=seed, measure=measure)
         parts.append(f.assign(arch=arch, **{CALIBRATOR_DRAW: d}))
         if log:
-            log(f"{arch}: draw {d} of {draws}: {len(f)} rows on {measure.size} measuring points")
-    cols = CALIBRATOR_COLUMNS + [CALIBRATOR_DRAW]
-    if not parts:
-        return pd.DataFrame(columns=cols)
-    return pd.concat(parts, ignore_index=True)[cols]
+            log(f"{arch}: draw {d} of {draws}: {len(f)} rows, fitted on {pos.size} and "
+                f"measured on {measure.size} hold-out points")
+    return pd.concat(parts, ignore_index=True)[CALIBRATOR_COLUMNS + [CALIBRATOR_DRAW]]
 
 
-__all__ = ["draw_positions", "measure_positions", "draw_layout", "calibrated_scores", "draw_rows",
-           "validation_rows", "calibrator_draws", "DRAW_SALT"]
+__all__ = ["draw_positions", "measure_positions", "draw_layout", "calibrated_scores",
+           "measured_rows", "draw_rows", "calibrator_draws", "DRAW_SALT"]
