@@ -11,18 +11,16 @@ whose truth is exactly known (the tabular generator, fitontest.data.tabular):
   default's main truth, fitted to the labels) and posterior;
 - every replicate draws a fresh validation split (``n_val`` rows) and a fresh
   hold-out (``n_holdout`` rows) -- the default config's proportions: 30000,
-  2000, 3 draws -- and runs the study's Table-2 arithmetic on them: the
-  study's own calibrators fitted on the validation split
-  (``draws.calibrated_scores``, the rules calibrate_*' arithmetic), then
-  ``draws.calibrator_draws`` itself, as rule calibrator_draws runs it (draw 0
-  and draws 1..3, each measured where the layout says);
+  2000, 4 draws -- and runs ``draws.calibrator_draws`` on it, as rule
+  calibrator_draws does, then Table 2's own cells, intervals and markers;
 - **A/A**: in every draw, ``platt`` is also fitted on the two halves of the
   draw's fitting points (``platt_a``, ``platt_b``) and measured where the draw
-  measures (:func:`study_layout`): equal population performance by
-  construction. A table row (a task; a (network, task) in the by-model
-  tables) that marks one of the pair "significantly worse" -- Table 2's
-  paired t-test over the (network, draw) clusters, two-sided 5 %, Holm -- is
-  a false positive;
+  measures: equal population performance by construction. A table row (a
+  task; a (network, task) in the by-model tables) that marks one of the pair
+  "significantly worse" -- Table 2's paired t-test over the (network, draw)
+  clusters, two-sided 5 %, Holm -- is a false positive. ``--aa-layouts``
+  also runs it on the layout before this check and on the shipped one plus
+  the validation split as a draw (:func:`aa_layout`);
 - **coverage**: the printed 95 % interval of every cell (and the t-interval
   of the cluster differences of a pair of calibrators) against the
   population value: the calibrator's CEAC / CMEE against the exact true map

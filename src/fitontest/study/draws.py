@@ -22,10 +22,11 @@ draws of different networks are independent draws (overlapping by chance,
 as the test subsets of §6.2). The study's own calibrators (draw 0) are not
 among them: every network's were fitted on the same validation images, so
 their rows move together. Measured on the layout (benchmarks/draws_design.py,
-benchmarks/measured/draws_design.md): draws that shared the measuring points
-and the fitting points across networks (draw 0 among them) made Table 2's
-A/A test reject 16.5 % of the time at nominal 5 % and the by-network
-intervals hold the population value in 69 % of cells.
+benchmarks/measured/draws_design.md, docs/methods.md §6.5): draws that shared
+their fitting points across networks (draw 0 among them) and their measuring
+points within a network made Table 2's per-task A/A test reject 16.7-17.9 %
+of the time at nominal 5 %, and the by-network intervals hold the clusters'
+own mean in as few as 70.7 % of cells; this layout: 3.3-4.6 % and 94.8-95.4 %.
 Rows carry ``draw`` (:data:`~fitontest.study.schema.CALIBRATOR_DRAW`); the
 policy's clusters of Table 2 are then the (network, draw) pairs
 (:mod:`fitontest.report.policy`).
