@@ -85,7 +85,7 @@ def tiny_config() -> dict:
                        "overrides": {"epochs": 1}}},
         tasks={"car": 1, "confidence": None},
         calibrators={"multiclass": ["none", "temps"], "binary": ["isotonic", "platt"],
-                     "draws": 2},
+                     "draws": 3},
         truth=["isotonic", "posterior", "es100_slope1"],
         evaluation={"calibrators": ["none", "temps", "isotonic", "platt"],
                     "sizes": [300, 800], "seeds": [0],
@@ -305,11 +305,12 @@ def test_tiny_run_is_deterministic_in_its_split(tiny_run, tmp_path):
 
 
 def test_tiny_run_replicates_table2_over_validation_draws(tiny_run):
-    """calibrators.draws: 2 gives every calibrator rows of draws 0, 1 and 2, and
-    Table 2's cells are over the (network, draw) clusters."""
+    """calibrators.draws: 3 gives every calibrator rows of draws 1, 2 and 3 (the
+    validation split's own fits, draw 0, are not among them: docs/methods.md
+    §6.4), and Table 2's cells are over the (network, draw) clusters."""
     cal = pd.read_parquet(tiny_run / "calibrators.parquet")
     per = cal.groupby(["task", "calibrator", "truth"])["draw"].apply(sorted)
-    assert per.map(lambda d: d == [0, 1, 2]).all()
+    assert per.map(lambda d: d == [1, 2, 3]).all()
     ci = pd.read_csv(tiny_run / "tables" / "table2_ceac.ci.csv")
     assert (ci["n_units"] == 3).all()          # 1 network x 3 draws
 

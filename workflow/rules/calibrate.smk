@@ -115,9 +115,9 @@ for _batch, _names in BINARY_BATCHES.items():
             "../scripts/calibrate_binary.py"
 
 
-# Replicates of Table 2 (docs/methods.md §6.4): every calibrator refitted on
-# `calibrators.draws` further validation draws of the hold-out, with its
-# metrics measured on the rest; one job per network, no evaluator.
+# Table 2's replicates (docs/methods.md §6.4): every calibrator refitted on
+# `calibrators.draws` validation draws of the hold-out, each fitted and measured
+# on its own points of the network's permutation; one job per network, no evaluator.
 rule calibrator_draws:
     input:
         holdout=res("logits/{arch}/holdout.npz"),

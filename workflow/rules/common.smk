@@ -122,6 +122,16 @@ def calibrator_draw_files(wildcards=None):
     return expand(res("calibrator_draws/{arch}.parquet"), exp=config["exp"], arch=ARCHS)
 
 
+def calibrator_metric_files(stage):
+    """The ``calibrated`` or ``truth`` files of the study's own calibrators for
+    rule calibrator_metrics (Table 2 of one fit per network); none when
+    calibrators.draws > 0: Table 2 is then over the draws alone (§6.4)."""
+    if config["calibrators"]["draws"]:
+        return []
+    return expand(res(f"{stage}/{{arch}}/{{task}}/{{calibrator}}.npz"), exp=config["exp"],
+                  arch=ARCHS, task=TASKS, calibrator=CALIBRATORS)
+
+
 def real_outputs():
     """The real-data study's tables (data_source logits; real.smk)."""
     exp = config["exp"]

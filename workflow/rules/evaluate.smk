@@ -114,10 +114,8 @@ rule collect_scores:
 
 rule calibrator_metrics:
     input:
-        calibrated=expand(res("calibrated/{arch}/{task}/{calibrator}.npz"),
-                          exp=config["exp"], arch=ARCHS, task=TASKS, calibrator=CALIBRATORS),
-        truth=expand(res("truth/{arch}/{task}/{calibrator}.npz"),
-                     exp=config["exp"], arch=ARCHS, task=TASKS, calibrator=CALIBRATORS),
+        calibrated=calibrator_metric_files("calibrated"),
+        truth=calibrator_metric_files("truth"),
         draws=calibrator_draw_files,
     output:
         res("calibrators.parquet"),

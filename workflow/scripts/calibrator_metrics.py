@@ -22,8 +22,8 @@ for cal_path in snakemake.input.calibrated:
                                load_npz(truth_files[(arch, task, fname)]),
                                load_npz(truth_files[(arch, task, "none.npz")])):
         rows.append({"arch": arch, "task": task, "calibrator": cal, **row})
-# draw 0: the validation split; 1, 2, ...: the replicates of rule calibrator_draws
-frame = pd.concat([pd.DataFrame(rows)[CALIBRATOR_COLUMNS].assign(**{CALIBRATOR_DRAW: 0}),
-                   *(pd.read_parquet(p) for p in snakemake.input.draws)], ignore_index=True)
+# draws: 0 -> the study's own fits (draw 0); else the draws 1, 2, ... of rule calibrator_draws
+own = [pd.DataFrame(rows)[CALIBRATOR_COLUMNS].assign(**{CALIBRATOR_DRAW: 0})] if rows else []
+frame = pd.concat(own + [pd.read_parquet(p) for p in snakemake.input.draws], ignore_index=True)
 save_parquet(frame, snakemake.output[0])
-log.info("%d calibrator rows (%d of the validation split)", len(frame), len(rows))
+log.info("%d calibrator rows (%d of the study's own fits)", len(frame), len(rows))
