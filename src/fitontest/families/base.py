@@ -46,7 +46,10 @@ class CalibrationFamily(BaseEstimator):
     - :meth:`max_calibration_error` -- raises :class:`MissingCapability`;
     - :meth:`bin_statistics` -- raises :class:`MissingCapability` (the
       boundary-aware ``sun`` interval needs the bins);
-    - :meth:`bootstrap_replicates` -- refits a clone on every resample.
+    - :meth:`bootstrap_replicates` -- refits a clone on every resample;
+    - :meth:`interval` -- :func:`fitontest.intervals.bootstrap_interval`
+      (families whose own package gives a CE interval return that one for
+      ``method="auto"``: the peers, docs/methods.md §15.2).
     """
 
     needs_both_classes: bool = False
@@ -135,6 +138,17 @@ class CalibrationFamily(BaseEstimator):
                 rep = clone(self).fit(s[ix], y[ix])
                 out.append(used_estimates(estimates(rep, s[ix]))[p - 1])
         return np.asarray(out, dtype=np.float64)
+
+    def interval(self, scores, labels, est: Mapping[str, float] | None = None, *, p: int = 1,
+                 level: float = 0.9, n_boot: int = 200, seed=0, method: str = "auto",
+                 family: str | None = None):
+        """The :class:`~fitontest.intervals.CEInterval` of this family, fitted on
+        (``scores``, ``labels``): :func:`fitontest.intervals.bootstrap_interval`
+        with these arguments (the default)."""
+        from fitontest.intervals import bootstrap_interval   # intervals imports this package
+
+        return bootstrap_interval(self, scores, labels, est, p=p, level=level, n_boot=n_boot,
+                                  seed=seed, method=method, family=family)
 
     # subclass hooks
     def _fit(self, s: np.ndarray, y: np.ndarray) -> None:  # pragma: no cover
