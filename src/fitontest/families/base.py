@@ -49,7 +49,7 @@ class CalibrationFamily(BaseEstimator):
     - :meth:`bootstrap_replicates` -- refits a clone on every resample;
     - :meth:`interval` -- :func:`fitontest.intervals.bootstrap_interval`
       (families whose own package gives a CE interval return that one for
-      ``method="auto"``: the peers, docs/methods.md §15.2).
+      ``method="auto"``: the peers, docs/methods.md §3.12).
     """
 
     needs_both_classes: bool = False

@@ -140,8 +140,8 @@ class ProbmetricsCrossFitted(PeerEstimate):
         if counts.min() < N_FOLDS:
             raise ValueError(f"{type(self).__name__} cross-fits over {N_FOLDS} stratified folds: "
                              f"each class needs {N_FOLDS} points, got {counts.tolist()}")
+        metrics = self._metrics()             # probmetrics first: a missing one is named
         torch = self._module("torch")
-        metrics = self._metrics()
         probs = torch.as_tensor(np.column_stack([1.0 - s, s]))
         with quiet_run():
             out = metrics.compute_all_from_labels_probs(torch.as_tensor(y.astype(np.int64)), probs)

@@ -33,8 +33,8 @@ class TorchmetricsECE(PeerEstimate):
         self.n_bins = n_bins
 
     def _estimates(self, s, y):
-        torch = self._module("torch")
         ece = self._module("torchmetrics.functional.classification").binary_calibration_error
+        torch = self._module("torch")
         f, t = torch.as_tensor(s), torch.as_tensor(y.astype(np.int64))
         l1 = float(ece(f, t, n_bins=int(self.n_bins), norm="l1"))
         l2 = float(ece(f, t, n_bins=int(self.n_bins), norm="l2"))
