@@ -152,8 +152,10 @@ def test_ucal_interval_is_the_packages_at_alpha_in_percent():
     with global_numpy_seed([0, 600, 1]):
         wide = cal.get_calibration_error_uncertainties(s, y.astype(int), p=1, alpha=0.1)
     assert wide[2] - wide[0] > hi - lo
-    # another method: the base class's bootstrap
-    assert fam.interval(s, y, method="basic", n_boot=20).method == "basic"
+    # the package's interval whatever our method; ours on request
+    assert fam.interval(s, y, method="basic", n_boot=20).method == "own"
+    from fitontest.intervals import bootstrap_interval
+    assert bootstrap_interval(fam, s, y, method="basic", n_boot=20).method == "basic"
 
 
 # ------------------------------------------------------------------- relplot
@@ -319,7 +321,8 @@ def test_the_evaluate_job_scores_every_peer(name):
     hold = rng.uniform(0.01, 0.99, 3000)
     labels = (rng.random(hold.size) < hold ** 1.4).astype(float)
     subsets = {(400, 0): np.arange(400), (800, 0): np.arange(400, 1200)}
-    interval = {"level": 0.9, "method": "auto", "n_boot": 100, "refit_n_boot": 0,
+    # the tabular config's method: the peers' own intervals all the same
+    interval = {"level": 0.9, "method": "basic", "n_boot": 100, "refit_n_boot": 0,
                 "per_family_n_boot": dict(OWN_INTERVALS)}
     rows = score_evaluator(name, {}, hold, labels, {"exact": hold ** 1.4}, subsets,
                            interval=interval, interval_seed=0)
@@ -329,6 +332,7 @@ def test_the_evaluate_job_scores_every_peer(name):
     assert np.isfinite(rows["ce_lo"]).all() == (name in OWN_INTERVALS)
     if name in OWN_INTERVALS:
         assert (rows["ce_lo"] <= rows["ce_hi"]).all()
+        assert rows["ci_level"].iloc[0] == (0.95 if name == "relplot_smece" else 0.9)
 
 
 @pytest.mark.parametrize("name", PEERS + ["cf_isotonic", "cf_pl_ce"])

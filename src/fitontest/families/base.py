@@ -48,8 +48,8 @@ class CalibrationFamily(BaseEstimator):
       boundary-aware ``sun`` interval needs the bins);
     - :meth:`bootstrap_replicates` -- refits a clone on every resample;
     - :meth:`interval` -- :func:`fitontest.intervals.bootstrap_interval`
-      (families whose own package gives a CE interval return that one for
-      ``method="auto"``: the peers, docs/methods.md §3.12).
+      (families whose own package gives a CE interval return that one, the
+      interval they come with: the peers, docs/methods.md §3.12).
     """
 
     needs_both_classes: bool = False
@@ -142,9 +142,11 @@ class CalibrationFamily(BaseEstimator):
     def interval(self, scores, labels, est: Mapping[str, float] | None = None, *, p: int = 1,
                  level: float = 0.9, n_boot: int = 200, seed=0, method: str = "auto",
                  family: str | None = None):
-        """The :class:`~fitontest.intervals.CEInterval` of this family, fitted on
-        (``scores``, ``labels``): :func:`fitontest.intervals.bootstrap_interval`
-        with these arguments (the default)."""
+        """The :class:`~fitontest.intervals.CEInterval` this family comes with,
+        fitted on (``scores``, ``labels``): :func:`fitontest.intervals.bootstrap_interval`
+        with these arguments (the default; ``method`` names one of its methods).
+        A family whose package gives its own interval returns that one instead
+        whatever ``method`` says; ``bootstrap_interval`` still gives ours."""
         from fitontest.intervals import bootstrap_interval   # intervals imports this package
 
         return bootstrap_interval(self, scores, labels, est, p=p, level=level, n_boot=n_boot,

@@ -137,7 +137,7 @@ def subset_interval(name: str, fam, s: np.ndarray, y: np.ndarray, est: Mapping[s
     settings = interval_settings(name, interval)
     if settings is None:
         return None
-    # the family's own interval where its package gives one (the peers), else the bootstrap
+    # the interval the family comes with: its package's own (the peers), else the bootstrap
     return fam.interval(s, y, est, p=1, seed=seed, **settings)
 
 

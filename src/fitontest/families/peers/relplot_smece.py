@@ -8,7 +8,8 @@
   Nadaraya-Watson regression of y on f with relplot's reflected Gaussian
   kernel at sigma*, on its 200-point mesh -- read between mesh points by
   linear interpolation (``np.interp``).
-- Own interval (``method="auto"``): relplot's, from ``prepare_rel_diagram``:
+- Own interval (``interval(...)``, whatever the configured ``method``):
+  relplot's, from ``prepare_rel_diagram``:
   scipy's basic bootstrap (100 resamples) of smECE at 95 %, reported by
   relplot as the half-width ``ce_ci_width`` = the larger distance of the two
   ends from smECE, so the interval is smECE ± that width (lower end clipped
@@ -61,10 +62,8 @@ class RelplotSmECE(PeerEstimate):
 
     def interval(self, scores, labels, est=None, *, p: int = 1, level: float = 0.9,
                  n_boot: int = 100, seed=0, method: str = "auto", family=None):
-        """relplot's own 95 % interval (``method="auto"``, p = 1), else the base's."""
-        if method != "auto":
-            return super().interval(scores, labels, est, p=p, level=level, n_boot=n_boot,
-                                    seed=seed, method=method, family=family)
+        """relplot's own 95 % interval of smECE (p = 1; ``level``, ``n_boot`` and
+        ``method`` are relplot's own: unused)."""
         if check_p(p) != 1:
             raise ValueError("relplot's interval is of smECE (p = 1); it has no p = 2 form")
         s, y = self._check_sample(scores, labels)

@@ -19,7 +19,8 @@ scores of a binning or isotonic calibrator), as the package decides.
   one point (possible with one bin per distinct score): NaN then, and the
   tables use the plug-in ``ce_est`` (``debias=False``).
 
-Own interval (``interval(..., method="auto")``): the package's
+Own interval (``interval(...)``, whatever the configured ``method``, which
+names our bootstrap's methods): the package's
 ``get_calibration_error_uncertainties`` -- a basic bootstrap of the plug-in
 binned CE, 1 - alpha at ``alpha`` given in percent (its ``bootstrap_uncertainty``
 reads alpha as a percentage: the public function's default ``alpha=0.1`` is a
@@ -63,10 +64,8 @@ class UcalDebiased(PeerEstimate):
 
     def interval(self, scores, labels, est=None, *, p: int = 1, level: float = 0.9,
                  n_boot: int = 100, seed=0, method: str = "auto", family=None):
-        """The package's bootstrap interval (``method="auto"``), else the base's."""
-        if method != "auto":
-            return super().interval(scores, labels, est, p=p, level=level, n_boot=n_boot,
-                                    seed=seed, method=method, family=family)
+        """The package's bootstrap interval at ``level`` with ``n_boot`` resamples
+        (``method`` is ours: unused)."""
         p = check_p(p)
         s, y = self._check_sample(scores, labels)
         cal = self._module()
