@@ -87,3 +87,40 @@ def test_a_league_run_adds_its_evaluators_to_a_finished_run(tmp_path):
     # the tables name them
     table = (tmp_path / "results/league/tables/table4_ce_error_ovr.md").read_text()
     assert "probmetrics_catboost" in table and "cf_isotonic" in table
+
+
+def test_the_league_table_ranks_marks_and_covers():
+    """benchmarks/league.py on a frame built to order: 'good' estimates the CE
+    exactly, 'bad' misses by 0.02, 'peer' by 0.01 and carries an interval that
+    covers in 3 of 4 calibrators; independent (model, task, seed) clusters."""
+    from conftest import load_benchmark
+    from fitontest.study.schema import SCORE_COLUMNS, SCORE_VALUES
+
+    league = load_benchmark("league")
+    rng = np.random.default_rng(0)
+    rows = []
+    for arch in ("a", "b", "c"):
+        for task in ("car", "confidence"):
+            for seed in range(2):
+                for cal in ("none", "temps", "platt", "isotonic"):
+                    true = 0.02 + 0.01 * rng.random()
+                    for ev, miss in (("good", 0.0), ("bad", 0.02), ("probcal_skce", 0.01)):
+                        r = {c: np.nan for c in SCORE_VALUES}
+                        err = miss + 1e-4 * rng.random()
+                        r.update(arch=arch, task=task, calibrator=cal, evaluator=ev, size=500,
+                                 seed=seed, truth="isotonic", true_ce=true, ce_used=true + err,
+                                 ce_error=err, ce_error_sq=err ** 2, cmee=err, fit_seconds=0.5,
+                                 true_ce_sq=true ** 2, ce_used_sq=(true + err) ** 2)
+                        if ev == "probcal_skce":
+                            r.update(cmee=np.nan, ce_lo=true + (0.5 if cal == "isotonic" else -1.0),
+                                     ce_hi=true + 1,
+                                     ci_level=0.9, true_ce_pop=true)
+                        rows.append(r)
+    f = pd.DataFrame(rows)[SCORE_COLUMNS].assign(subsets="independent")
+    table, note = league.league_table(f, "scores")
+    assert list(table.index) == ["good", "probcal_skce", "bad"]
+    assert table.loc["good", "CE error p=1"].endswith("r1*")
+    assert table.loc["bad", "CE error p=1"].endswith("r3")          # significantly worse
+    assert table.loc["probcal_skce", "kind"] == "peer" and table.loc["probcal_skce", "CMEE"] == "–"
+    assert table.loc["probcal_skce", "coverage %"].startswith("75.0 [")
+    assert table.loc["good", "coverage %"] == "–" and "12 independent clusters" in note
