@@ -17,7 +17,8 @@ evaluator, over every (model, task, calibrator, size, seed) of the truth:
 - coverage of the evaluator's CE interval (its own, for the peers that have
   one) of the population CE: the share of rows, with the Korn-Graubard 95 %
   interval over the clusters, as the coverage tables;
-- fit CPU: seconds per fit (the jobs fit on one thread, so wall ~ CPU).
+- fit s: wall seconds per fit as the jobs recorded them (``fit_seconds``; one
+  thread, so about its CPU on an idle machine, more on a loaded one).
 
 ``--cpu NAME=FILE.json ...``: ``benchmarks/workflow_cpu.py --json`` files of the
 runs (e.g. base and the league's increment), printed as a table.
@@ -101,7 +102,7 @@ def league_table(f: pd.DataFrame, source: str) -> pd.DataFrame:
                         for m, label, s in MEASURES},
                      "Spearman": cell(at("spearman"), 1.0, 3, sign=-1.0),
                      "coverage %": cov.get(e, "–"),
-                     "fit s": f"{fit_s.get(e, np.nan):.3f}"})
+                     "fit s (wall)": f"{fit_s.get(e, np.nan):.3f}"})
     clusters = int(max(r["clusters"].max() for r in ranks.values() if len(r)))
     note = (f"{clusters} independent clusters {policy.words(inf.clusters)}; population: "
             f"{inf.population}")
