@@ -50,10 +50,12 @@ def kind(name: str) -> str:
     return "cross-fitted" if name in CROSS_FITTED else "peer" if name in PEERS else "ours"
 
 
-def cell(r, scale: float, decimals: int, sign: float = 1.0) -> str:
+def cell(r, scale: float, decimals: int, min_clusters: int, sign: float = 1.0) -> str:
     if r is None:
         return "–"
     m, lo, hi = (sign * scale * r[k] for k in ("mean", "lo", "hi"))
+    if r["clusters"] < min_clusters:            # no interval, no test: the rank by mean
+        return f"{m:.{decimals}f} #{int(r['rank'])}"
     lo, hi = sorted((lo, hi))
     iv = f" [{lo:.{decimals}f}, {hi:.{decimals}f}]" if np.isfinite(lo) else ""
     b = (f"{int(r['rank_lo'])}" if r["rank_lo"] == r["rank_hi"]
@@ -98,9 +100,9 @@ def league_table(f: pd.DataFrame, source: str) -> pd.DataFrame:
         def at(m):
             return ranks[m].loc[e] if e in ranks[m].index else None
         rows.append({"evaluator": e, "kind": kind(e),
-                     **{label: cell(at(m), s, 2 if m != "ce_error_sq" else 3)
+                     **{label: cell(at(m), s, 2 if m != "ce_error_sq" else 3, inf.min_clusters)
                         for m, label, s in MEASURES},
-                     "Spearman": cell(at("spearman"), 1.0, 3, sign=-1.0),
+                     "Spearman": cell(at("spearman"), 1.0, 3, inf_rho.min_clusters, sign=-1.0),
                      "coverage %": cov.get(e, "–"),
                      "fit s (wall)": f"{fit_s.get(e, np.nan):.3f}"})
     clusters = int(max(r["clusters"].max() for r in ranks.values() if len(r)))
@@ -127,6 +129,8 @@ def main(argv=None) -> int:
     ap.add_argument("--title", default="")
     ap.add_argument("--truth", help="the truth of the pseudo-real rows (default: the run's first)")
     ap.add_argument("--cpu", nargs="*", default=[], help="NAME=workflow_cpu.json ...")
+    ap.add_argument("--studies", nargs="+", default=["pseudo-real", "synthetic"],
+                    choices=["pseudo-real", "synthetic"], help="which of the run's studies")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     parts = [f"# The league: {args.title or args.run}", "",
@@ -137,7 +141,7 @@ def main(argv=None) -> int:
     for file, source, title in [("scores.parquet", "scores", "pseudo-real study"),
                                 ("synthetic_scores.parquet", "synthetic", "synthetic study")]:
         path = args.run / file
-        if not path.exists():
+        if not path.exists() or title.split()[0] not in args.studies:
             continue
         f = pd.read_parquet(path)
         truths = list(dict.fromkeys(f["truth"]))
@@ -146,7 +150,9 @@ def main(argv=None) -> int:
         parts += [f"## {title} (truth: {truth})", "",
                   f"Cells ×1000 but Spearman: mean [95 % interval] over {note}; rK or rK–L: "
                   "rank, or simultaneous rank bounds; * not significantly worse than any "
-                  "other (Holm, α = 5 %); – none (no map, no L2 form or no interval).", "",
+                  "other (Holm, α = 5 %); #K: rank by mean, untested (fewer than "
+                  f"{policy.inference_for(source, frame=f).min_clusters} clusters); – none "
+                  "(no map, no L2 form or no interval).", "",
                   table.to_markdown(), ""]
     text = "\n".join(parts)
     print(text)
