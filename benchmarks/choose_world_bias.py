@@ -24,7 +24,7 @@ import argparse
 import numpy as np
 from choose_truth import MAKERS
 
-from fitontest.choose import _fit_used, world_losses
+from fitontest.inference.candidates import fit_used as _fit_used, world_losses
 from fitontest.inference.worlds import plausible_maps
 
 NAMES = ("smece", "beta", "ece_ew15", "ece_es_cv", "isotonic", "temp_1vsrest")

@@ -52,7 +52,7 @@ from fitontest.data.tabular import TabularGenerator
 from fitontest.models import tabular as models
 from fitontest.report import policy
 from fitontest.report.aggregate import aggregate_units
-from fitontest.report.stats import mean_interval, significance_markers
+from fitontest.inference.stats import mean_interval, significance_markers
 from fitontest.study import draws as D
 from fitontest.study import tasks as task_lib
 from fitontest.study import truth as truth_lib

@@ -6,6 +6,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from fitontest.study.config import calibrator_names, check_config
+from fitontest.study.league import apply_league
 from fitontest.core.registry import use_plugins
 from fitontest.data import sources
 
@@ -17,6 +18,8 @@ os.environ.setdefault("PYTHONHASHSEED", "0")
 # The user's evaluator modules (config `plugins`): imported here, and exported
 # to every job through FITONTEST_PLUGINS (README, "Adding an evaluator").
 use_plugins(config["plugins"])
+# league: true adds the cross-fitted and the peers' evaluators (docs/methods.md §10.5)
+apply_league(config)
 # Fail before any job starts if a name, size or data file cannot work. The
 # network names need torch (2 s of imports per parse): the train job checks its own.
 check_config(config, models=False)
@@ -172,18 +175,21 @@ def export_threads(wildcards):
     return all_cores() if config["split"]["n_holdout"] >= 100_000 else 1
 
 
-def batches(names, size, apart=(), alone=()):
+def batches(names, size, apart=(), alone=(), late=()):
     """The jobs of a batched stage: ({batch name: methods}, single).
 
     Methods share a job in chunks of ``size``, in config order (one Python
     start-up and one read of the inputs for all of them; each still writes its
     own files); those in ``apart`` are chunked among themselves, those in
-    ``alone`` (config ``batch.alone``) never share. ``single`` lists the
+    ``alone`` (config ``batch.alone``) never share, those in ``late`` (config
+    ``batch.late``) are chunked after all others, so the others' batches are
+    the same with or without them. ``single`` lists the
     methods with a job of their own, made by the stage's one-method rule: all
     of them when ``size`` is 1, the ``alone`` ones, and a chunk's lone member.
     """
     free = [n for n in names if n not in alone]
-    groups = [[n for n in free if n not in apart], [n for n in free if n in apart]]
+    groups = [[n for n in free if (n in apart) == a and (n in late) == z]
+              for z in (False, True) for a in (False, True)]
     chunks = [g[i:i + size] for g in groups for i in range(0, len(g), size)] if size > 1 else []
     grouped = {f"batch{i + 1}": c for i, c in enumerate(c for c in chunks if len(c) > 1)}
     batched = {n for c in grouped.values() for n in c}
@@ -229,10 +235,10 @@ def truth_files(pattern):
 
 
 EVAL_BATCHES, EVAL_SINGLE = batches(EVALUATORS, BATCH["evaluators"], threaded(EVALUATORS),
-                                    BATCH["alone"])
+                                    BATCH["alone"], BATCH["late"])
 # a synthetic job is short (seconds per shape): a batch covers every shape (synthetic.smk)
 SYN_BATCHES, SYN_SINGLE = batches(SYNTHETIC["evaluators"], BATCH["evaluators"],
-                                  alone=BATCH["alone"])
+                                  alone=BATCH["alone"], late=BATCH["late"])
 MULTICLASS_BATCHES, MULTICLASS_SINGLE = batches(MULTICLASS_CALIBRATORS, BATCH["calibrators"],
                                                 alone=BATCH["alone"])
 BINARY_BATCHES, BINARY_SINGLE = batches(BINARY_CALIBRATORS, BATCH["calibrators"],

@@ -14,6 +14,9 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "torch": ("torch",),
     "vision": ("torch",),
     "workflow": ("snakemake", "pyarrow", "scikit_posthocs"),
+    # the field's estimators from their own packages (fitontest.families.peers)
+    "peers": ("probmetrics", "catboost", "calibration", "relplot", "netcal", "torchmetrics",
+              "venn_abers", "probcal"),
 }
 
 

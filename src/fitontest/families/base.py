@@ -3,7 +3,7 @@ its optional capabilities, the adapter for duck-typed evaluators, and the CE
 estimates of a fitted family (:func:`estimates`, :func:`used_estimates`)."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 import numpy as np
 from sklearn.base import BaseEstimator, clone
@@ -11,6 +11,20 @@ from sklearn.utils.validation import check_is_fitted
 
 from fitontest.core import calibration_error
 from fitontest.core.validation import check_binary, check_scores
+
+
+class OwnInterval(NamedTuple):
+    """A CE interval computed by a family's own package (``CalibrationFamily.own_interval``):
+    the estimate it brackets, the bounds, the package's level and resamples, the
+    L^p it is of, and the family's plug-in CE of the sample (``target``)."""
+
+    estimate: float
+    lo: float
+    hi: float
+    level: float
+    n_boot: int
+    p: int
+    target: float
 
 
 class CalibrationFamily(BaseEstimator):
@@ -46,7 +60,9 @@ class CalibrationFamily(BaseEstimator):
     - :meth:`max_calibration_error` -- raises :class:`MissingCapability`;
     - :meth:`bin_statistics` -- raises :class:`MissingCapability` (the
       boundary-aware ``sun`` interval needs the bins);
-    - :meth:`bootstrap_replicates` -- refits a clone on every resample.
+    - :meth:`bootstrap_replicates` -- refits a clone on every resample;
+    - :meth:`own_interval` -- None (families whose own package gives a CE
+      interval return it: the peers, docs/methods.md §3.12).
     """
 
     needs_both_classes: bool = False
@@ -135,6 +151,14 @@ class CalibrationFamily(BaseEstimator):
                 rep = clone(self).fit(s[ix], y[ix])
                 out.append(used_estimates(estimates(rep, s[ix]))[p - 1])
         return np.asarray(out, dtype=np.float64)
+
+    def own_interval(self, scores, labels, *, p: int = 1, level: float = 0.9,
+                     n_boot: int = 200, seed=0) -> OwnInterval | None:
+        """The CE interval the family's own package gives on (``scores``,
+        ``labels``), as an :class:`OwnInterval`; None (the default) where it has
+        none. :func:`fitontest.inference.intervals.family_interval` turns it into
+        a ``CEInterval`` (the peers, docs/methods.md §3.12)."""
+        return None
 
     # subclass hooks
     def _fit(self, s: np.ndarray, y: np.ndarray) -> None:  # pragma: no cover

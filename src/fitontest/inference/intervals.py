@@ -330,6 +330,24 @@ def bootstrap_interval(fitted, scores, labels, est: Mapping[str, float] | None =
                       valid=v.valid, validity_note=v.why)
 
 
+def family_interval(fitted, scores, labels, est: Mapping[str, float] | None = None, *,
+                    p: int = 1, level: float = 0.9, n_boot: int = 200, seed=0,
+                    method: str = "auto", family: str | None = None) -> CEInterval:
+    """The interval a fitted family comes with: its package's own
+    (``fitted.own_interval``, ``method="own"``, whatever ``method`` says;
+    coverage not measured here, so ``valid`` is None), else
+    :func:`bootstrap_interval` with these arguments."""
+    own = fitted.own_interval(scores, labels, p=p, level=level, n_boot=n_boot, seed=seed)
+    if own is None:
+        return bootstrap_interval(fitted, scores, labels, est, p=p, level=level, n_boot=n_boot,
+                                  seed=seed, method=method, family=family)
+    return CEInterval(estimate=own.estimate, lo=own.lo, hi=own.hi, level=own.level,
+                      n_boot=own.n_boot, method="own", p=own.p, target=own.target,
+                      estimand=fitted.estimand, valid=None,
+                      validity_note="the package's own interval: its coverage is not "
+                                    "measured by this project's benchmarks")
+
+
 def ce_interval(estimator_or_name, scores, labels, *, p: int = 1, level: float = 0.9,
                 n_boot: int = 200, seed=0, method: str = "auto",
                 params: Mapping[str, Any] | None = None) -> CEInterval:

@@ -17,7 +17,7 @@ Two consumers, two sets of maps:
   t g(s), 0, 1) for t in :data:`WORLD_T` (:func:`scaled_maps`); all worlds
   share one resample and one uniform per point and replicate (common random
   numbers, :func:`world_replicates`);
-- the evaluator chooser (:mod:`fitontest.choose`): *plausible maps*
+- the evaluator chooser (:mod:`fitontest.inference.choose`): *plausible maps*
   (:func:`plausible_maps`), the set the data cannot rule out: the fits of
   several generator families (:data:`GENERATORS`) on the data, each kept only
   where a test of calibration of its fitted probabilities c_g(s_i) against y

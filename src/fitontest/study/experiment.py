@@ -132,12 +132,13 @@ def subset_interval(name: str, fam, s: np.ndarray, y: np.ndarray, est: Mapping[s
     """Bootstrap interval (docs/methods.md §11.1) of a fitted evaluator's L1 estimate
     on its subset, as the ``interval`` config block says for family ``name``
     (None where disabled); ``seed`` makes each subset's resamples its own."""
-    from fitontest.inference.intervals import bootstrap_interval, interval_settings
+    from fitontest.inference.intervals import family_interval, interval_settings
 
     settings = interval_settings(name, interval)
     if settings is None:
         return None
-    return bootstrap_interval(fam, s, y, est, p=1, seed=seed, **settings)
+    # the interval the family comes with: its package's own (the peers), else the bootstrap
+    return family_interval(fam, s, y, est, p=1, seed=seed, **settings)
 
 
 def score_evaluator(name: str, params: Mapping[str, Any] | None, holdout_scores: np.ndarray,
