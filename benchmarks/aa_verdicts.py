@@ -1,5 +1,5 @@
 """Measured error rates of the tables' verdicts, old procedure vs new
-(fitontest.report.verdicts; docs/methods.md §11.7).
+(fitontest.report.verdicts; docs/methods/11-verdicts.md §11.7).
 
 Worlds: synthetic score frames with the study's nesting (3 networks x 4 tasks
 x 6 calibrators x 3 sizes, random effects per seed, (seed, network),
@@ -18,7 +18,7 @@ of the best misleads). For each world and procedure:
   (capture; what the t model predicts) and prediction intervals (target 95 %).
 
 --design paper|independent (default: both): what the units of a seed share
-(docs/methods.md §6.2); under "independent" the seed-level effects are drawn per
+(docs/methods/06-truth-and-scores.md §6.2); under "independent" the seed-level effects are drawn per
 (network, task, seed) and the policy clusters by those.
 
 With --scores PATH (a scores.parquet, e.g. results/default/scores.parquet), the

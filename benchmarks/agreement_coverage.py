@@ -1,5 +1,5 @@
 """Coverage of the real-data rank agreement's intervals (fitontest.report.real;
-docs/methods.md §12.3) in simulated real / pseudo-real runs with known agreement.
+docs/methods/12-real-data.md §12.3) in simulated real / pseudo-real runs with known agreement.
 
 A run: 10 evaluators, 2 networks × 3 calibrated models (units), m test subsets
 per network (real) and m_p (pseudo-real). Cell of evaluator e, unit u, subset j

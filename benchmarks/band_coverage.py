@@ -1,5 +1,5 @@
 """How often the reliability bands (fitontest.inference.bands) hold the true calibration map
-on the grid the figures draw (docs/methods.md §11.9), and the domain file the
+on the grid the figures draw (docs/methods/11-tests-and-bands.md §11.9), and the domain file the
 band's ``valid`` flag reads.
 
 Worlds (score law, true map c), labels y ~ Bernoulli(c(s)):

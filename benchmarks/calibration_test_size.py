@@ -5,7 +5,7 @@ confident classifier), labels y ~ Bernoulli(s); the rejection rate at
 alpha = 0.05 for n = 1k, 10k, 100k with its Monte-Carlo standard error
 sqrt(a (1 - a) / reps). Target: within 4-6 %.
 
-Power: the synthetic study's worlds (docs/methods.md §7): c ~ U(0, 1),
+Power: the synthetic study's worlds (docs/methods/07-synthetic.md §7): c ~ U(0, 1),
 y ~ Bernoulli(c), scores s = f_a(c) with true CE in {0.005, 0.01, 0.02,
 0.05}; shapes square / sqrt (powers: under- / over-prediction), beta1 /
 beta2 (logistic distortions: under- / over-confidence) and stairs.
@@ -17,7 +17,7 @@ Cost: CPU seconds of one test at n = 1k / 10k / 100k.
         [--bonferroni]
 
 The Monte Carlo tests (consistency, tcal) are exact for any number of
-redraws (docs/methods.md §11.8), so --n-resamples only moves their power
+redraws (docs/methods/11-tests-and-bands.md §11.8), so --n-resamples only moves their power
 and cost, not their size; at n = 100k they run --reps-100k samples (cost).
 
     python benchmarks/calibration_test_size.py --write-domain
@@ -174,7 +174,7 @@ def write_domain(path: str, measured_file: str) -> None:
         "quantity": "size",
         "laws": "perfectly calibrated scores U(0, 1) and Beta(5, 1), labels Bernoulli(s)",
         "exact": "the Monte Carlo tests (tcal, consistency) are exact for any n and any "
-                 "number of redraws (docs/methods.md §11.8): their domain's n starts at 2",
+                 "number of redraws (docs/methods/11-tests-and-bands.md §11.8): their domain's n starts at 2",
         "methods": {KEYS[m]: {"domain": {"level": [ALPHA],
                                          "n": {"min": 2 if m in RESAMPLING else min(ns),
                                                "max": None if m in RESAMPLING else max(ns)},

@@ -1,4 +1,4 @@
-"""The evaluator chooser against exact truth (docs/methods.md §14, issue 35 item 3).
+"""The evaluator chooser against exact truth (docs/methods/14-chooser.md §14, issue 35 item 3).
 
 Sources with a known true calibration map; each test subset is given to the
 chooser alone (it never sees the truth), and the CE error |used estimate -
@@ -21,7 +21,7 @@ setting (shape, CE) gets its own seed (``synthetic.sample`` draws (c, y) from
 the seed alone, so settings sharing a seed would share their labels and count
 as one unit), and a tabular task its own rows. The seeds start at
 ``--first-seed`` (default 200): seeds 0-9 chose the chooser's constants
-(docs/methods.md §14.2) and 100-123 served a side study; a fresh range is an
+(docs/methods/14-chooser.md §14.2) and 100-123 served a side study; a fresh range is an
 out-of-sample test.
 
 Printed per source and criterion: the mean error (SE over the independent
@@ -182,7 +182,7 @@ def binned_subsets(ns, seeds):
 
 MAKERS = {"synthetic": synthetic_subsets, "tabular": tabular_subsets,
           "procedural": procedural_subsets, "steps": steps_subsets, "binned": binned_subsets}
-#: sources no constant of the rule was chosen on (docs/methods.md §14.3)
+#: sources no constant of the rule was chosen on (docs/methods/14-chooser.md §14.3)
 HELD_OUT = ("steps", "binned")
 
 
@@ -390,7 +390,7 @@ def write_domain(path: str, cells, a) -> None:
     domains.write(path, {
         "measured_file": a.out or "benchmarks/measured/choose_truth.md",
         "written_by": command(a), "quantity": "coverage",
-        "laws": "sources " + ", ".join(sorted({c[0] for c in cells})) + " (docs/methods.md "
+        "laws": "sources " + ", ".join(sorted({c[0] for c in cells})) + " (docs/methods/README.md "
                 "§14.3); the interval printed with the chooser's ensemble estimate",
         "methods": {"ensemble/1": {"domain": {"level": [0.9],
                                               "n": {"min": min(ns), "max": max(ns)},

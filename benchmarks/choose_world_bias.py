@@ -1,4 +1,4 @@
-"""Do the chooser's worlds get the evaluators' bias right? (docs/methods.md §14.3)
+"""Do the chooser's worlds get the evaluators' bias right? (docs/methods/14-chooser.md §14.3)
 
 The chooser corrects an evaluator's estimate by its bias in worlds built from
 the data (:mod:`fitontest.inference.worlds`). On test subsets with a known true map c

@@ -1,5 +1,5 @@
 """Do the run's coverage tables' intervals hold the coverage measured with exact
-truth? (docs/methods.md §11.3, "Interval of a coverage cell")
+truth? (docs/methods/11-intervals.md §11.3, "Interval of a coverage cell")
 
 Each cell of ``coverage_ovr`` / ``coverage_confidence`` (under the run's
 ``posterior`` truth) is set against the same (family, task kind, n) cell of

@@ -1,5 +1,5 @@
 """A run sized to decide the claims, against the projection that sized it
-(docs/methods.md §11.5.2; benchmarks/measured/decisive_tabular.md).
+(docs/methods/11-verdicts.md §11.5.2; benchmarks/measured/decisive_tabular.md).
 
 Reads a base run's findings (whose "what it would take" sized the decisive
 config), the decisive run's findings and both runs' job statistics, and

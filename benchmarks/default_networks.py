@@ -5,7 +5,7 @@ default and one of the new) prints its training time (CPU and wall seconds
 from ``models/<arch>/train_log.csv``), final training loss, hold-out accuracy
 and mean confidence, and for the confidence task and one one-vs-rest task:
 the true calibration error CE = mean |s - c(s)| with c the ``isotonic`` truth
-on the whole hold-out (docs/methods.md §6), and the mean s - c(s) over the
+on the whole hold-out (docs/methods/06-truth-and-scores.md §6), and the mean s - c(s) over the
 scores above 0.8 (> 0: over-confident at high confidence). Draws the
 confidence task's reliability diagrams (one row per run, one column per
 network) to ``--figure``.

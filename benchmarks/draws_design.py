@@ -1,5 +1,5 @@
 """Table 2's clusters under the draws design: an A/A and a coverage check
-(fitontest.study.draws; docs/methods.md §6.4, §6.5).
+(fitontest.study.draws; docs/methods/06-truth-and-scores.md §6.4, §6.5).
 
 Table 2 treats every (network, validation draw) as an independent cluster.
 This checks it on the real layout -- the code path of the workflow, on a source

@@ -1,5 +1,5 @@
 """Measured error rate and power of the fourth outcome, *equivalent*
-(fitontest.report.equivalence; docs/methods.md §11.5.1, §11.7).
+(fitontest.report.equivalence; docs/methods/11-verdicts.md §11.5.1, §11.7).
 
 Worlds: fitontest.report.simulate.ScoreWorld frames with the study's nesting
 (3 networks x 4 tasks x 6 calibrators x 3 sizes, the default random effects,

@@ -1,5 +1,5 @@
 """The ``auto`` choice and the measured coverage table of fitontest.inference.intervals,
-derived from the coverage benchmark's output (docs/methods.md §11.3).
+derived from the coverage benchmark's output (docs/methods/11-intervals.md §11.3).
 
 Reads one or more outputs of benchmarks/interval_coverage.py (markdown; later
 runs win for a repeated (family, p, method, n) row, except that a top-up run,

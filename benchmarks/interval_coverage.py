@@ -1,5 +1,5 @@
 """Coverage and width of the CE intervals (fitontest.inference.intervals) against the exact
-population CE, per family, method, p, CE level and n (docs/methods.md §11.3).
+population CE, per family, method, p, CE level and n (docs/methods/11-intervals.md §11.3).
 
 Worlds: scores s = f(c), labels y ~ Bernoulli(c), c ~ U(0, 1) or Beta(2, 5);
 f = identity (CE 0), powers c^g (g > 1 and g < 1), logistic distortions

@@ -1,5 +1,5 @@
 """Coverage of the CE intervals on a finished run's own score laws and maps
-(docs/methods.md §11.3, "Coverage on the study's own worlds").
+(docs/methods/11-intervals.md §11.3, "Coverage on the study's own worlds").
 
 benchmarks/interval_coverage.py draws scores from U(0, 1) and Beta(2, 5); the
 study's calibrated models pile their scores near 0 (one-vs-rest tasks) or near

@@ -5,7 +5,7 @@
 class's ``CalibrationFamily.bootstrap_replicates`` (a scikit-learn
 IsotonicRegression per resample); the *fast* path is
 ``IsotonicFamily.bootstrap_replicates`` (per-score label counts, scipy's
-weighted PAV; docs/methods.md §3.4). Both intervals are printed and must
+weighted PAV; docs/methods/03-binary-families.md §3.4). Both intervals are printed and must
 agree to 1e-12. Times: CPU seconds of this process (``time.process_time``;
 the machine may be shared), the least of ``--repeats`` calls after one
 warm-up call per path.

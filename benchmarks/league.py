@@ -1,4 +1,4 @@
-"""The league's table (docs/methods.md §10.5): every evaluator of a finished run --
+"""The league's table (docs/methods/10-results-and-tables.md §10.5): every evaluator of a finished run --
 ours, the cross-fitted ones and the peers' -- on the run's truth, with the tables'
 clusters, intervals and verdicts, and the run's CPU beside the base run's.
 

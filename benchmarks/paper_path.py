@@ -8,7 +8,7 @@ tables in config/README.md extrapolate from):
    through ``fitontest.vision.train.train_model`` exactly as the ``train`` rule
    runs it (``max_epochs``), and the recipe's full length extrapolated from the last;
    on the eager path and on the fast path ``--fast`` (a variant of
-   ``gpu_fast_path.py``, default ``graph``; docs/methods.md §8.5), side by side;
+   ``gpu_fast_path.py``, default ``graph``; docs/methods/08-networks.md §8.5), side by side;
 3. the rehearsal's own network trained with its recipe, then its logits on the
    5,000 validation and the 1,000,000 hold-out images exported as the
    ``export_logits`` rule does (procedural generation + inference, in blocks).

@@ -16,7 +16,7 @@ before timing.
     python benchmarks/pl_speed.py --device cuda --backend torch
     python benchmarks/pl_speed.py --optimizer adam lbfgs    # also the L-BFGS optimiser (numba)
 
-``--optimizer lbfgs`` (docs/methods.md §4.8) has no one-at-a-time estimate:
+``--optimizer lbfgs`` (docs/methods/04-pl.md §4.8) has no one-at-a-time estimate:
 its models are trained one at a time anyway (rows of one compiled loop).
 """
 from __future__ import annotations

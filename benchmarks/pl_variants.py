@@ -3,7 +3,7 @@
 For every shape, CE level, size and seed of the slice, both variants of each
 family are fitted on the same sample (same folds, same candidates, same
 complexity rule) and scored on one test sample whose true map is known
-(docs/methods.md §7). Printed per family and size: mean CMEE (x1000) of each
+(docs/methods/07-synthetic.md §7). Printed per family and size: mean CMEE (x1000) of each
 variant and its difference, the largest |difference|, how often the chosen
 number of pieces is the same, the mean training loss of the chosen models
 (lower = nearer the optimum of the fitted objective) and the CPU seconds of

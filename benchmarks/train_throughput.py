@@ -10,7 +10,7 @@ tensor, standardise, batched shift+flip augmentation, forward, backward,
 Nesterov SGD; bf16 autocast + channels_last on CUDA), the second timed: once
 on the eager path and once on the fast path ``--fast`` (a variant of
 ``gpu_fast_path.py``, default ``graph``: device-side draws, fused SGD, the
-step in a CUDA graph; docs/methods.md §8.5), side by side. Inference =
+step in a CUDA graph; docs/methods/08-networks.md §8.5), side by side. Inference =
 ``predict_logits`` on uint8 images. On CUDA the script also prints the epoch
 times of the paper recipes (45,000 training images, both paths) and the time
 to export logits of a 1M hold-out, extrapolated from the measured rates.

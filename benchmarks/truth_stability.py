@@ -1,5 +1,5 @@
 """How much of the `posterior` truth's CE is its own estimation noise
-(docs/methods.md §11.3): the truth (isotonic regression of the known event
+(docs/methods/11-intervals.md §11.3): the truth (isotonic regression of the known event
 posterior on the scores, §9.4) refitted on random subsets of the hold-out,
 its CE E|s - c(s)| compared with the one on the whole hold-out. An isotonic
 fit's CE shrinks towards the map's as the points grow; a small change between

@@ -1,5 +1,5 @@
 """Power of the tables' verdicts under the two test-subset designs, at equal compute
-(fitontest.report.verdicts.power; docs/methods.md §11.7).
+(fitontest.report.verdicts.power; docs/methods/11-verdicts.md §11.7).
 
 Worlds: synthetic score frames (fitontest.report.simulate.ScoreWorld) with the
 default config's shape — 3 networks x 3 tasks x 6 calibrators x 2 sizes x 3

@@ -1,4 +1,4 @@
-"""Bands for the calibration map (fitontest.inference.bands, docs/methods.md §11.9)."""
+"""Bands for the calibration map (fitontest.inference.bands, docs/methods/11-tests-and-bands.md §11.9)."""
 from __future__ import annotations
 
 import json

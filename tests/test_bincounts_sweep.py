@@ -1,6 +1,6 @@
 """The binning sweep on many rows at once (families.bincounts.sweep) against a
 plain loop written here, one row and one B at a time: the bins from the
-docs/methods.md §2.1 wording, the label means of the non-empty bins compared
+docs/methods/02-binning.md §2.1 wording, the label means of the non-empty bins compared
 as exact fractions. Rows are drawn as the consistency worlds of intervals draw
 them (n points of a doubled sample, each score with label 0 and with label 1);
 scores with ties, exactly 0 and 1, ten values spread over decades (most EW

@@ -1,4 +1,4 @@
-"""Tests of perfect calibration (fitontest.inference.calibration_tests, docs/methods.md §11.8).
+"""Tests of perfect calibration (fitontest.inference.calibration_tests, docs/methods/11-tests-and-bands.md §11.8).
 
 Independent checks: the Brownian-motion tails against a seeded random-walk
 simulation and against the known means E sup|B| = sqrt(pi/2) and

@@ -1,4 +1,4 @@
-"""The evaluator chooser (fitontest.choose, docs/methods.md §14): it picks the
+"""The evaluator chooser (fitontest.choose, docs/methods/14-chooser.md §14): it picks the
 evaluator with the smaller true error where one is known to be best, it is
 deterministic, its estimate is evaluate's, and bad input fails as evaluate's."""
 import json

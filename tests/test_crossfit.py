@@ -1,4 +1,4 @@
-"""The cross-fitted fit-on-test families (``cf_*``, docs/methods.md §3.11): their
+"""The cross-fitted fit-on-test families (``cf_*``, docs/methods/03-binary-families.md §3.11): their
 out-of-fold values against maps refitted here, their estimates against the
 synthetic worlds' exact CE, and the estimator contract."""
 import numpy as np

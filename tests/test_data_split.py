@@ -1,4 +1,4 @@
-"""Train/val/hold-out splits and the test subsets of docs/methods.md §6."""
+"""Train/val/hold-out splits and the test subsets of docs/methods/06-truth-and-scores.md §6."""
 import json
 
 import numpy as np
@@ -128,7 +128,7 @@ def test_independent_design_draws_per_network_and_task():
 
 def test_paper_design_reproduces_the_shared_subsets_byte_for_byte(tmp_path):
     """variant paper: every (network, task) gets the one permutation per seed of
-    the authors' design (docs/methods.md §6.2), written as the same bytes (every
+    the authors' design (docs/methods/06-truth-and-scores.md §6.2), written as the same bytes (every
     member of the npz; the zip headers carry the time of writing)."""
     import zipfile
 

@@ -1,4 +1,4 @@
-"""The decisive configs (docs/methods.md §11.5.2): overlays on a base config
+"""The decisive configs (docs/methods/11-verdicts.md §11.5.2): overlays on a base config
 that turn only the knobs the projection names, and validate merged."""
 import copy
 import re

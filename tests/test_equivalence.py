@@ -1,4 +1,4 @@
-"""The fourth outcome, *equivalent* (docs/methods.md §11.5.1): TOST over the
+"""The fourth outcome, *equivalent* (docs/methods/11-verdicts.md §11.5.1): TOST over the
 independent clusters, in one Holm family with the pairwise tests."""
 import numpy as np
 import pandas as pd

@@ -11,7 +11,7 @@ from fitontest.core.selection import complexity_rule, kfold_indices
 
 # ---------------------------------------------------------------- textbook
 def textbook_bins(s, n_bins, scheme):
-    """Bin of every score straight from the docs/methods.md wording (mask per bin)."""
+    """Bin of every score straight from the docs/methods/README.md wording (mask per bin)."""
     s = np.asarray(s, dtype=float)
     if scheme == "ew":
         return np.minimum(np.floor(s * n_bins).astype(int), n_bins - 1)
@@ -262,7 +262,7 @@ def test_bad_parameters_are_named():
 
 # ------------------------------------------- the one implementation vs a naive loop
 def naive_edges(s, n_bins, scheme):
-    """Score edges from the docs/methods.md §2.1 wording, one group at a time."""
+    """Score edges from the docs/methods/02-binning.md §2.1 wording, one group at a time."""
     if scheme == "ew":
         return [b / n_bins for b in range(n_bins + 1)]
     groups = np.array_split(np.sort(s), n_bins)

@@ -1,4 +1,4 @@
-"""The fast training path (docs/methods.md §8.5) against the eager one, on the CPU.
+"""The fast training path (docs/methods/08-networks.md §8.5) against the eager one, on the CPU.
 
 torch.compile runs with the ``aot_eager`` backend here (the inductor backend
 compiles a C++ kernel per graph, ~35 s for cnn_tiny on this 2-core machine);
@@ -122,7 +122,7 @@ def test_epoch_draws_are_the_per_step_draws(data):
 
 def test_augmentation_draws_have_the_paper_distribution(data):
     """Over many draws: shifts uniform on {-4..4} per axis and independent of
-    each other, flips Bernoulli(1/2) (docs/methods.md §8.2). 30 epochs x 6
+    each other, flips Bernoulli(1/2) (docs/methods/08-networks.md §8.2). 30 epochs x 6
     batches x 32 images = 5,760 draws; each test at level 1e-3."""
     X, y = data
     b = _Batches(X, y, get_recipe(RECIPE), CPU)

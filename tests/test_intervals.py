@@ -253,7 +253,7 @@ def _sqrt_world(ce, n):
                                            ("isotonic", 16)])
 def test_inverted_covers_a_known_population_ce(name, samples):
     """s = f(c), c ~ U(0, 1), f the sqrt shape mixed to true CE 0.05 exactly
-    (synthetic.alpha, docs/methods.md §7.2); samples of n = 1000."""
+    (synthetic.alpha, docs/methods/07-synthetic.md §7.2); samples of n = 1000."""
     cov = _mc("inverted", name, _sqrt_world(0.05, 1000), 0.05, samples, n_boot=30)
     assert cov >= 0.75, cov
 

@@ -1,4 +1,4 @@
-"""The league switch (``league: true``, fitontest.study.league, docs/methods.md
+"""The league switch (``league: true``, fitontest.study.league, docs/methods/10-results-and-tables.md
 §10.5): what it adds to a config, and a tiny study run with it, whose finished
 base run keeps its files while the league's evaluators are added."""
 import numpy as np

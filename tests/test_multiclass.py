@@ -1,4 +1,4 @@
-"""Multi-class post-hoc calibrators (docs/methods.md §5), checked independently:
+"""Multi-class post-hoc calibrators (docs/methods/05-multiclass.md §5), checked independently:
 grid searches, autograd re-fits, known miscalibrations, invariances."""
 import warnings
 

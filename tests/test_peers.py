@@ -1,4 +1,4 @@
-"""The peers' evaluators (fitontest.families.peers, docs/methods.md §3.12): each
+"""The peers' evaluators (fitontest.families.peers, docs/methods/03-binary-families.md §3.12): each
 plugin's numbers against its package's own function on fixed inputs, the p
 conventions against direct computations and exact worlds, the error naming
 the extra, and the league switch and bench path that score them.
@@ -178,7 +178,7 @@ def test_relplot_is_relplots_smece_curve_and_interval():
     assert (ci.lo, ci.hi) == pytest.approx((max(ci.estimate - width, 0), ci.estimate + width),
                                            abs=1e-12)
     assert ci.level == 0.95 and ci.estimand == "smECE"     # relplot's level, whatever asked
-    # our reimplementation agrees with the package on interior scores (docs/methods.md §3.10)
+    # our reimplementation agrees with the package on interior scores (docs/methods/03-binary-families.md §3.10)
     assert families.get("smece").fit(s, y).ce_estimate(s) == pytest.approx(fam.ce_estimate(s),
                                                                             abs=1e-6)
 

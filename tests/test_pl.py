@@ -1,4 +1,4 @@
-"""PL / PL3 families (docs/methods.md §4) and their batched trainer.
+"""PL / PL3 families (docs/methods/04-pl.md §4) and their batched trainer.
 
 Sizes and epoch caps are kept small where the property allows, and every fit
 runs on one torch thread (fast and stable on a shared 2-core machine).

@@ -1,5 +1,5 @@
 """The numba kernels of the PL / PL3 trainer against independent references
-(docs/methods.md §4.7): the sigmoid, the segment search, the loss as an
+(docs/methods/04-pl.md §4.7): the sigmoid, the segment search, the loss as an
 exponent sum and mantissa product, and the shuffled batch gather."""
 import math
 

@@ -1,4 +1,4 @@
-"""PL / PL3: the L-BFGS optimiser (``optimizer="lbfgs"``, docs/methods.md §4.8)
+"""PL / PL3: the L-BFGS optimiser (``optimizer="lbfgs"``, docs/methods/04-pl.md §4.8)
 and the vectorised mini-batch shuffle of the Adam path (§4.7)."""
 import numpy as np
 import pytest
@@ -22,7 +22,7 @@ def log_loss(y, p):
     return float(-np.mean(y * np.log(p) + (1 - y) * np.log1p(-p)))
 
 
-# ------------------------------------------------ optimizer="lbfgs" (docs/methods.md §4.8)
+# ------------------------------------------------ optimizer="lbfgs" (docs/methods/04-pl.md §4.8)
 def _one_piece_optimum(space, s, y):
     """Independent optimum of the one-piece CE: scipy BFGS on the line's two
     end heights (PL: probabilities at s = 0, 1, clipped as the loss; PL3:
@@ -64,7 +64,7 @@ def test_lbfgs_descends_from_the_identity_and_threads_agree(space, loss):
     its identity start, and the one-piece models (a near-convex problem) at
     or below Adam's. (With more pieces it finds a stationary point, not
     always a better one than Adam's: a knot can run onto an end knot,
-    docs/methods.md §4.8.)"""
+    docs/methods/04-pl.md §4.8.)"""
     s, y = draw(1005, 14, cmap=lambda s: 0.5 + 0.4 * np.sin(7 * s))   # unequal folds
     groups = [tr for tr, _ in kfold_indices(1005, 10, 0)][:3]
     ks = [0, 1, 3]

@@ -1,4 +1,4 @@
-"""What it would take (docs/methods.md §11.5.2): the power functions against
+"""What it would take (docs/methods/11-verdicts.md §11.5.2): the power functions against
 independent references, and the projected clusters against simulated runs."""
 import numpy as np
 import pandas as pd

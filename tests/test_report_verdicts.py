@@ -118,7 +118,7 @@ def test_markers_are_a_confidence_set_and_need_enough_clusters():
     assert stats.significance_markers(wide, min_clusters=9).all()
 
 
-# the study's two designs of test subsets (docs/methods.md §6.2)
+# the study's two designs of test subsets (docs/methods/06-truth-and-scores.md §6.2)
 SHARED = {**S.STRONG_SHARING, "seed_evaluator": 0.08}
 DESIGN = dict(archs=("a", "b", "c"), tasks=("car", "cat", "conf"), calibrators=("none", "platt"),
               sizes=(1000, 3000), effects={"e0": 0.0, "e1": 0.08})

@@ -1,4 +1,4 @@
-"""The synthetic shapes of docs/methods.md §7 against closed forms."""
+"""The synthetic shapes of docs/methods/07-synthetic.md §7 against closed forms."""
 import numpy as np
 import pytest
 

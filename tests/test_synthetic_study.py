@@ -1,4 +1,4 @@
-"""The synthetic study (docs/methods.md §7) on a small grid, against exact ground truth."""
+"""The synthetic study (docs/methods/07-synthetic.md §7) on a small grid, against exact ground truth."""
 import numpy as np
 import pandas as pd
 import pytest

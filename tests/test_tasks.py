@@ -1,4 +1,4 @@
-"""Binary reductions of K-class outputs (docs/methods.md §1)."""
+"""Binary reductions of K-class outputs (docs/methods/01-binary-tasks.md §1)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st

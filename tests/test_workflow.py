@@ -306,7 +306,7 @@ def test_tiny_run_is_deterministic_in_its_split(tiny_run, tmp_path):
 
 def test_tiny_run_replicates_table2_over_validation_draws(tiny_run):
     """calibrators.draws: 3 gives every calibrator rows of draws 1, 2 and 3 (the
-    validation split's own fits, draw 0, are not among them: docs/methods.md
+    validation split's own fits, draw 0, are not among them: docs/methods/06-truth-and-scores.md
     §6.4), and Table 2's cells are over the (network, draw) clusters."""
     cal = pd.read_parquet(tiny_run / "calibrators.parquet")
     per = cal.groupby(["task", "calibrator", "truth"])["draw"].apply(sorted)

@@ -5,9 +5,10 @@
 >>> res.estimate, res.debiased, res.hyper                                  # doctest: +SKIP
 >>> fitontest.evaluate(logits, labels, from_logits=True, mode="classwise") # doctest: +SKIP
 
-The K-class predictions are reduced to binary tasks (docs/methods.md §1, the
+The K-class predictions are reduced to binary tasks (docs/methods/01-binary-tasks.md §1, the
 reductions of :mod:`fitontest.study.tasks`), an evaluator (any registered family,
-docs/methods.md §2-§4) is fitted on each task, and its CE estimate (as in the
+docs/methods/02-binning.md §2,
+docs/methods/03-binary-families.md §3, docs/methods/04-pl.md §4) is fitted on each task, and its CE estimate (as in the
 workflow: :func:`fitontest.families.base.estimates`) is reported:
 
 - ``mode="confidence"``: the top-label task (max_k p_k, prediction correct);
@@ -133,7 +134,7 @@ def class_probabilities(probs_or_logits: Any, from_logits: bool | None = None) -
     """(n, K) float64 class probabilities of K-class predictions, checked.
 
     What the array holds is decided by :func:`fitontest.core.predictions.read`
-    (docs/methods.md §1.1), the one rule every entry point shares.
+    (docs/methods/01-binary-tasks.md §1.1), the one rule every entry point shares.
 
     Parameters
     ----------
@@ -311,7 +312,7 @@ def evaluate(probs_or_logits: Any, labels: Any, evaluator: Any = "ece_es_cv",
     The predictions are reduced to binary tasks (the top label, or one class
     against the rest), an evaluator -- a calibration-map family fitted on
     these test predictions -- is fitted on each task, and its CE estimate is
-    returned (docs/methods.md §1-§4; the module docstring has the details).
+    returned (docs/methods/01-binary-tasks.md §1 to docs/methods/04-pl.md §4; the module docstring has the details).
 
     Parameters
     ----------
@@ -346,7 +347,7 @@ def evaluate(probs_or_logits: Any, labels: Any, evaluator: Any = "ece_es_cv",
         None: the rows decide what the array holds (a negative entry: logits;
         rows in [0, 1] summing to 1 within their storage's rounding:
         probabilities; anything else is an error naming this switch;
-        docs/methods.md §1.1). True: logits (a softmax, a sigmoid for 1-D);
+        docs/methods/01-binary-tasks.md §1.1). True: logits (a softmax, a sigmoid for 1-D);
         False: probabilities. A declared kind the rows contradict is an error.
     interval : float, optional
         Level (e.g. 0.9) of a bootstrap interval of the CE

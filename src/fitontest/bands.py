@@ -1,5 +1,5 @@
 """Bands for the calibration map: :mod:`fitontest.inference.bands` and
-:mod:`fitontest.inference.monotone_band` (docs/methods.md §11.9), whose public
+:mod:`fitontest.inference.monotone_band` (docs/methods/11-tests-and-bands.md §11.9), whose public
 names are re-exported here, where they were first published."""
 from .inference.bands import (AUTO, AUTO_REASON, BandCoverageWarning, METHODS,
                               ReliabilityBand, SIMULTANEOUS, WORLD_BAND_SCALE,

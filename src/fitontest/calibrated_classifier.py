@@ -7,8 +7,9 @@
 
 ``method`` names either a multi-class calibrator (``fitontest.multiclass``:
 ``temps``, ``vecs``, ``msodir``, ``dirodir``, ``dirl2``, ``iop_oi``;
-docs/methods.md §5) or a binary calibration-map family (``fitontest.families``:
-``platt``, ``beta``, ``isotonic``, ``pl3_ce``, ...; docs/methods.md §2-§4).
+docs/methods/05-multiclass.md §5) or a binary calibration-map family (``fitontest.families``:
+``platt``, ``beta``, ``isotonic``, ``pl3_ce``, ...; docs/methods/02-binning.md §2,
+docs/methods/03-binary-families.md §3, docs/methods/04-pl.md §4).
 
 - Multi-class calibrators work on logits: the classifier's
   ``decision_function`` when it returns all K columns (K >= 3), otherwise the

@@ -1,5 +1,5 @@
 """The evaluator chooser at the front door: :func:`choose_evaluator` takes a
-K-class model's predictions as :func:`fitontest.evaluate` does (docs/methods.md
+K-class model's predictions as :func:`fitontest.evaluate` does (docs/methods/14-chooser.md
 §14); the rule itself, on binary tasks, is :mod:`fitontest.inference.choose`,
 whose public names are re-exported here.
 

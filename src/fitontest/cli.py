@@ -388,7 +388,7 @@ def bench_report(frame, name: str, title: str, truth: str | None, costs=None) ->
                   for m, what, col in ((cmee, "CMEE", "cmee"), (err, "CE error", "ce_error"))}
         lines.append(f"{name}: {bench_verdict(cmee, name, 'CMEE', inference, claims['CMEE'])}; "
                      f"{bench_verdict(err, name, 'CE error', inference, claims['CE error'])}")
-        # what would decide a verdict left open (docs/methods.md §11.5.2)
+        # what would decide a verdict left open (docs/methods/11-verdicts.md §11.5.2)
         lines += [f"  {what}, what it would take: {c['takes']}" for what, c in claims.items()
                   if c is not None and c["status"] == "not distinguishable" and c["takes"]]
     return "\n".join(lines)

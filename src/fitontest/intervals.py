@@ -1,4 +1,4 @@
-"""CE intervals: :mod:`fitontest.inference.intervals` (docs/methods.md §11.1), whose
+"""CE intervals: :mod:`fitontest.inference.intervals` (docs/methods/11-intervals.md §11.1), whose
 public names are re-exported here, where they were first published."""
 from .inference.intervals import (AUTO, CEInterval, INVERTED_ALPHA_SCALE,
                                   IntervalCoverageWarning, METHODS, WORLD_T, batched,

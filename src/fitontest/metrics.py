@@ -1,4 +1,5 @@
-"""Calibration errors, evaluator scores, CE intervals and map bands (docs/methods.md §6, §11).
+"""Calibration errors, evaluator scores, CE intervals and map bands (docs/methods/06-truth-and-scores.md §6,
+docs/methods/11-intervals.md §11).
 
 The public face of the scores: the estimators themselves live in
 :mod:`fitontest.core.calibration_error` (the families use them, so they sit

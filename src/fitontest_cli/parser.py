@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         "choose", help="which evaluator to trust on these predictions: each candidate's "
         "expected error in worlds shaped like the data",
         description="Recommend the evaluator for these predictions (fitontest.choose_evaluator,"
-        " docs/methods.md §14): worlds shaped like the data (the scores resampled, true maps "
+        " docs/methods/14-chooser.md §14): worlds shaped like the data (the scores resampled, true maps "
         "the data cannot rule out, labels redrawn at the same n) score every candidate "
         "against a known truth; the table gives each one's expected CE error and CMEE with "
         "Monte Carlo SEs, * marks those not significantly worse than any other, and the "

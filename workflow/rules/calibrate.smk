@@ -115,7 +115,7 @@ for _batch, _names in BINARY_BATCHES.items():
             "../scripts/calibrate_binary.py"
 
 
-# Table 2's replicates (docs/methods.md §6.4): every calibrator refitted on
+# Table 2's replicates (docs/methods/06-truth-and-scores.md §6.4): every calibrator refitted on
 # `calibrators.draws` validation draws of the hold-out, each fitted and measured
 # on its own points of the network's permutation; one job per network, no evaluator.
 rule calibrator_draws:

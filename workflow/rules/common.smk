@@ -18,7 +18,7 @@ os.environ.setdefault("PYTHONHASHSEED", "0")
 # The user's evaluator modules (config `plugins`): imported here, and exported
 # to every job through FITONTEST_PLUGINS (README, "Adding an evaluator").
 use_plugins(config["plugins"])
-# league: true adds the cross-fitted and the peers' evaluators (docs/methods.md §10.5)
+# league: true adds the cross-fitted and the peers' evaluators (docs/methods/10-results-and-tables.md §10.5)
 apply_league(config)
 # Fail before any job starts if a name, size or data file cannot work. The
 # network names need torch (2 s of imports per parse): the train job checks its own.

@@ -1,4 +1,4 @@
-# The paper's real-data study (data_source logits; docs/methods.md §12): the
+# The paper's real-data study (data_source logits; docs/methods/12-real-data.md §12): the
 # logits of networks trained by others, read from files; calibrated by the
 # calibrate rules as usual; every evaluator fitted on disjoint test subsets of
 # each size; no truth, so the table compares average CE estimates (as biases

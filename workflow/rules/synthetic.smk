@@ -1,4 +1,4 @@
-# The synthetic study (docs/methods.md §7): exact ground truth, no images.
+# The synthetic study (docs/methods/07-synthetic.md §7): exact ground truth, no images.
 # One job per (shape, evaluator) covers every CE level, size and seed; with
 # batch.evaluators > 1 a batch of evaluators shares one job over every shape
 # (a shape's fits take seconds: one Python start-up for all of them).

@@ -1,7 +1,7 @@
 # Stage 2 of data_source tabular: the exact class posterior of the hold-out
 # (once), then each scikit-learn classifier fitted on the training rows, its
 # logits (log-probabilities) on validation and hold-out written with that
-# posterior (docs/methods.md §13).
+# posterior (docs/methods/13-tabular.md §13).
 # Takes the place of train + export_logits; the later stages run unchanged.
 
 

@@ -1,4 +1,4 @@
-"""Rule calibrator_draws: Table 2's validation draws of one network (docs/methods.md §6.4)."""
+"""Rule calibrator_draws: Table 2's validation draws of one network (docs/methods/06-truth-and-scores.md §6.4)."""
 from fitontest.core.io import load_npz, save_parquet, script_logger
 from fitontest.core.runtime import limit_threads
 from fitontest.study.draws import calibrator_draws

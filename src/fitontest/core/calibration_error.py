@@ -1,4 +1,4 @@
-"""Calibration errors and the scores of evaluators (docs/methods.md §6).
+"""Calibration errors and the scores of evaluators (docs/methods/06-truth-and-scores.md §6).
 
 Conventions: ``p`` is 1 (absolute) or 2 (squared); every function returns a
 plain float and validates its arrays.
@@ -112,7 +112,7 @@ def spearman(est, true) -> float:
 
 
 # --------------------------------------------------------------------------
-# debiased binned ECE (docs/methods.md §2)
+# debiased binned ECE (docs/methods/02-binning.md §2)
 # --------------------------------------------------------------------------
 
 def folded_normal_mean(d, sigma) -> np.ndarray:

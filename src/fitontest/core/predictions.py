@@ -1,6 +1,6 @@
 """What a prediction array holds: probabilities, logits, or what its rows cannot settle.
 
-The one place that decides (docs/methods.md §1.1): :func:`fitontest.evaluate`,
+The one place that decides (docs/methods/01-binary-tasks.md §1.1): :func:`fitontest.evaluate`,
 :func:`fitontest.choose_evaluator`, :class:`fitontest.CalibratedClassifier`,
 :func:`fitontest.metrics.reliability_band`, the ``fitontest`` command and the
 workflow's logit source (:mod:`fitontest.data.logits`) all call :func:`read`.

@@ -75,7 +75,7 @@ def check_binary(scores, labels, *, min_points: int = 2, need_both_classes: bool
 
 
 def logit(scores) -> np.ndarray:
-    """logit of scores clipped to [1e-16, 1 - 1e-16] (docs/methods.md notation).
+    """logit of scores clipped to [1e-16, 1 - 1e-16] (docs/methods/README.md notation).
 
     1 - 1e-16 is not a float64, so s and 1 - s are clipped separately: the
     ends are exactly -/+ ln((1 - 1e-16) / 1e-16) ~ -/+36.84, symmetric.

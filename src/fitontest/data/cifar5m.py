@@ -1,4 +1,4 @@
-"""CIFAR-5m loader (Nakkiran et al. 2021; docs/methods.md §8), with bounded memory.
+"""CIFAR-5m loader (Nakkiran et al. 2021; docs/methods/08-networks.md §8), with bounded memory.
 
 The data set is six files ``part0.npz`` … ``part5.npz`` (also distributed as
 ``cifar5m_part{i}.npz``; where both names exist, ``part{i}.npz`` is used), each

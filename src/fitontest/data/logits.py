@@ -1,6 +1,6 @@
 """Logits as a data source: a model's validation and test logits read from files.
 
-The paper's real-data study (docs/methods.md §12) uses networks trained by
+The paper's real-data study (docs/methods/12-real-data.md §12) uses networks trained by
 others, shared as logit files. Two layouts are read:
 
 - ``.npz`` with four arrays, the names configurable (``logits.keys``):
@@ -24,7 +24,7 @@ maps model names to files.
 A model's name is its file stem with every character outside ``[A-Za-z0-9_]``
 replaced by ``_``.
 
-Files as people share them (docs/methods.md §12.1):
+Files as people share them (docs/methods/12-real-data.md §12.1):
 
 - array names: a one-pair npz whose arrays are not named ``logits`` /
   ``labels`` (nor in ``logits.keys``) is read from the one array named as
@@ -34,7 +34,7 @@ Files as people share them (docs/methods.md §12.1):
   (fitontest.core.prediction_files);
 - probabilities or logits: decided for the whole file by the rule every
   entry point shares (:func:`fitontest.core.predictions.read`,
-  docs/methods.md §1.1): ``logits.kind`` ``auto`` (default) reads a file with
+  docs/methods/01-binary-tasks.md §1.1): ``logits.kind`` ``auto`` (default) reads a file with
   a negative entry as logits, a file whose every row lies in [0, 1] and sums
   to 1 within what its storage can lose (rounding to d decimals, float16,
   bfloat16) as probabilities, and stops on any other file, naming
@@ -397,7 +397,7 @@ def real_sizes(sizes, n_test: int) -> list[int]:
     ``n_test`` test points, repeats dropped, ascending. The paper's largest size
     is the whole test set (10000 × 1); capping keeps that meaning for a smaller
     test set, so one config runs on 5,000- and 10,000-point test sets alike
-    (docs/methods.md §12.1).
+    (docs/methods/12-real-data.md §12.1).
 
     >>> real_sizes([1000, 3000, 10000], 5000)
     [1000, 3000, 5000]
@@ -426,7 +426,7 @@ def real_subsets(n_test: int, sizes, seed: int = 0) -> dict[tuple[int, int], np.
     """``{(size, j): positions into the test set}``: every size cuts one permutation,
     ``default_rng([seed, 1234, size]).permutation(n_test)``, into its
     ``n_test // size`` disjoint slices j = 0, 1, ... (10,000 test points: 1000 × 10,
-    3000 × 3, 10000 × 1, the paper's real-data subsets; docs/methods.md §12.1)."""
+    3000 × 3, 10000 × 1, the paper's real-data subsets; docs/methods/12-real-data.md §12.1)."""
     out = {}
     for size in sorted(int(s) for s in sizes):
         if not 0 < size <= n_test:

@@ -1,4 +1,4 @@
-"""Tabular pseudo-real data with an exact posterior (docs/methods.md §13).
+"""Tabular pseudo-real data with an exact posterior (docs/methods/13-tabular.md §13).
 
 A second pseudo-real generator beside the procedural images, for classifiers
 that are not neural networks (the paper's future work: non-neural classifiers,

@@ -62,7 +62,7 @@ class CalibrationFamily(BaseEstimator):
       boundary-aware ``sun`` interval needs the bins);
     - :meth:`bootstrap_replicates` -- refits a clone on every resample;
     - :meth:`own_interval` -- None (families whose own package gives a CE
-      interval return it: the peers, docs/methods.md §3.12).
+      interval return it: the peers, docs/methods/03-binary-families.md §3.12).
     """
 
     needs_both_classes: bool = False
@@ -157,7 +157,7 @@ class CalibrationFamily(BaseEstimator):
         """The CE interval the family's own package gives on (``scores``,
         ``labels``), as an :class:`OwnInterval`; None (the default) where it has
         none. :func:`fitontest.inference.intervals.family_interval` turns it into
-        a ``CEInterval`` (the peers, docs/methods.md §3.12)."""
+        a ``CEInterval`` (the peers, docs/methods/03-binary-families.md §3.12)."""
         return None
 
     # subclass hooks

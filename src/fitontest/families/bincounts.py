@@ -1,6 +1,7 @@
 """Binning on per-code counts: the one implementation of the binning families'
 bins, sweep and cross-validation, for one sample or many bootstrap resamples
-at once (docs/methods.md §2.6 and §11.2).
+at once (docs/methods/02-binning.md §2.6 and
+docs/methods/11-intervals.md §11.2).
 
 Every sample here is a *row*: a multiset of points drawn from one original
 sample (the sample itself, a resample of it, a fold of either). A score is

@@ -1,5 +1,6 @@
 """Counting per row and the binning families' cross-validation on per-code
-counts (docs/methods.md §2.6 and §11.2); rows, codes and bins are
+counts (docs/methods/02-binning.md §2.6 and
+docs/methods/11-intervals.md §11.2); rows, codes and bins are
 :mod:`fitontest.families.bincounts`'s, which calls :func:`cv_scores`.
 
 A CV held-out fold is kept as its points' codes sorted per row, so a fold

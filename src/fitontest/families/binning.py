@@ -1,4 +1,4 @@
-"""Binning families: classic ECE and its sweep / cross-validated variants (docs/methods.md §2).
+"""Binning families: classic ECE and its sweep / cross-validated variants (docs/methods/02-binning.md §2).
 
 One class, :class:`BinningFamily`, registered under several names:
 
@@ -77,7 +77,7 @@ Fitting (our variant) is :mod:`fitontest.families.bincounts`: scores are coded
 by their rank among the distinct scores, every bin is a run of codes, and the
 fixed bins, the sweep and the CV (all candidate B at once) work on cumulative
 per-code sums. A plain fit is one row of counts; the bootstrap replicates
-(:meth:`BinningFamily.bootstrap_replicates`, docs/methods.md §11.2) are the
+(:meth:`BinningFamily.bootstrap_replicates`, docs/methods/11-intervals.md §11.2) are the
 same code on many rows. ``predict`` assigns new scores by the fitted score
 edges (:func:`assign_bins`), which put every fitting score in its code-run bin.
 """
@@ -323,7 +323,7 @@ class BinningFamily(CalibrationFamily):
 
     # ---------------------------------------------------------- capabilities
     def ce_estimate_debiased(self, scores, p: int = 1) -> float:
-        """Debiased binned CE (docs/methods.md §2) from the *fitting* bins.
+        """Debiased binned CE (docs/methods/02-binning.md §2) from the *fitting* bins.
 
         Each bin b of the fitting data has a debiased term ``D_b`` computed
         from its fitting statistics (n_b, sbar_b, ybar_b) -- see
@@ -357,7 +357,7 @@ class BinningFamily(CalibrationFamily):
     def bootstrap_replicates(self, scores, labels, resamples: Iterable[np.ndarray],
                              p: int = 1) -> np.ndarray:
         """Used estimate refitted on every resample, computed from per-code counts
-        without refitting (docs/methods.md §11.2); the paper variant, whose ES
+        without refitting (docs/methods/11-intervals.md §11.2); the paper variant, whose ES
         groups split tied scores, is refitted (the base class's path)."""
         self._check_params()
         if self.variant == "paper":

@@ -1,4 +1,4 @@
-"""Cross-fitted fit-on-test evaluators (``cf_*``, docs/methods.md §3.11): any map family
+"""Cross-fitted fit-on-test evaluators (``cf_*``, docs/methods/03-binary-families.md §3.11): any map family
 fitted on K - 1 folds of the test sample and read on the held-out fold.
 
 With folds k(i) (stratified, seeded) and g_{-k} the family fitted without fold
@@ -13,7 +13,7 @@ never saw its label. Two estimates of the fitting sample follow:
   of s) and E[(g - s)(c(s) - s)] (= the squared L2 CE where g is unbiased for
   c); both are 0 in expectation on a calibrated model, where the plug-ins are
   positive. The p = 1 form is probmetrics' proper-L1 loss gain with this
-  family as the calibrator (docs/methods.md §3.12).
+  family as the calibrator (docs/methods/03-binary-families.md §3.12).
 
 The map (``predict``, what CMEE scores) is the mean of the K fold maps
 (**choice**: the refit on all points would be the plain family's map, and

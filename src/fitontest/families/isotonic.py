@@ -1,4 +1,4 @@
-"""Isotonic regression (docs/methods.md §3.4), with its bootstrap replicates
+"""Isotonic regression (docs/methods/03-binary-families.md §3.4), with its bootstrap replicates
 computed from per-score label counts (§3.4, "Replicates")."""
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ class IsotonicFamily(CalibrationFamily):
                              p: int = 1) -> np.ndarray:
         """Plug-in L^p estimate of the isotonic map refitted on every resample
         ``scores[ix], labels[ix]``, shape (R,) -- as the base class's refit
-        loop, without refitting scikit-learn (docs/methods.md §3.4).
+        loop, without refitting scikit-learn (docs/methods/03-binary-families.md §3.4).
 
         The sample's distinct scores are sorted once; a chunk of rows gets its
         per-score counts of label 0 and 1 from one bincount; per row, the

@@ -1,4 +1,4 @@
-"""Kernel calibration error: an estimate-only evaluator (docs/methods.md §3)."""
+"""Kernel calibration error: an estimate-only evaluator (docs/methods/03-binary-families.md §3)."""
 from __future__ import annotations
 
 import numpy as np

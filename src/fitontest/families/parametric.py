@@ -1,5 +1,5 @@
 """Parametric families: Platt scaling, binary temperature scaling, beta calibration
-(docs/methods.md §3). All work on logit(s) with s clipped to [1e-16, 1 - 1e-16]
+(docs/methods/03-binary-families.md §3). All work on logit(s) with s clipped to [1e-16, 1 - 1e-16]
 (beta: betacal's own clipping), so scores of exactly 0 and 1 are fine.
 """
 from __future__ import annotations

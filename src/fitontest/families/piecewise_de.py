@@ -1,4 +1,4 @@
-"""PL_DE: continuous piecewise linear / quadratic fits by pwlf (docs/methods.md §3).
+"""PL_DE: continuous piecewise linear / quadratic fits by pwlf (docs/methods/03-binary-families.md §3).
 
 ``pl_de`` (degree 1, 1..7 segments) and ``pl_de2`` (degree 2, 1..5 segments)
 fit ``pwlf.PiecewiseLinFit(s, y, degree)`` to (score, label) pairs; the number

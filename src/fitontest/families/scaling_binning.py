@@ -1,4 +1,4 @@
-"""Scaling-binning calibrator (Kumar, Liang & Ma 2019; docs/methods.md §3)."""
+"""Scaling-binning calibrator (Kumar, Liang & Ma 2019; docs/methods/03-binary-families.md §3)."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,5 +1,5 @@
 """Smooth ECE (Błasiok & Nakkiran 2023, "Smooth ECE: principled reliability
-diagrams via kernel smoothing"; docs/methods.md §3.10).
+diagrams via kernel smoothing"; docs/methods/03-binary-families.md §3.10).
 
 The residuals r_i = s_i - y_i are smoothed by a Gaussian kernel reflected at 0
 and 1 (the kernel mass leaving [0, 1] is folded back, so every point keeps its

@@ -1,5 +1,5 @@
 """Spline calibration (Gupta et al. 2021, "Calibration of neural networks using
-splines"; docs/methods.md §3).
+splines"; docs/methods/03-binary-families.md §3).
 
 Sort the fitting points by score; with the rank fraction t_i = i / n
 (i = 1..n) and the cumulative residual curve F(t_i) = (1/n) sum_{j<=i}(y_j - s_j)

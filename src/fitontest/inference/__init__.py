@@ -1,6 +1,6 @@
 """The inference layer: what makes a number of this project carry a measured error rate.
 
-- :mod:`.intervals` -- CE intervals (``ce_interval``; docs/methods.md §11.1-§11.3);
+- :mod:`.intervals` -- CE intervals (``ce_interval``; docs/methods/11-intervals.md §11.1-§11.3);
 - :mod:`.bands`, :mod:`.monotone_band` -- bands for the calibration map
   (``reliability_band``; §11.9);
 - :mod:`.calibration_tests` -- tests of perfect calibration (``calibration_test``; §11.8);

@@ -1,4 +1,4 @@
-"""Confidence bands for the calibration map c(s) = P(Y = 1 | S = s) (docs/methods.md §11.9).
+"""Confidence bands for the calibration map c(s) = P(Y = 1 | S = s) (docs/methods/11-tests-and-bands.md §11.9).
 
 :func:`reliability_band` returns a :class:`ReliabilityBand`: lower and upper
 ends ``lo``, ``hi`` on a grid ``s`` at nominal ``level``, the method that built
@@ -69,7 +69,7 @@ AUTO = "monotone"
 AUTO_REASON = ("auto: the finite-sample monotone band, which holds any non-decreasing map, "
                "step maps included; the narrower world band was measured to miss step maps "
                "(a binned or isotonic calibrator's) and one-vs-rest score laws, which these "
-               "data cannot rule out (docs/methods.md §11.9)")
+               "data cannot rule out (docs/methods/11-tests-and-bands.md §11.9)")
 DEFAULT_GRID = 201
 #: options whose value is part of a method's measured domain (the seed is not)
 DOMAIN_OPTIONS = ("n_groups", "n_bins", "n_boot", "family", "params")
@@ -280,7 +280,7 @@ def _family_bootstrap(s, y, grid, level, *, family="isotonic", params=None, n_bo
 # on the figures' grid in >= the level at each of the levels 0.8, 0.9 and 0.95
 # (`band_coverage.py --tune-k --seed 7 --reps 40`: 82.5 / 90.0 / 95.0 % at 1.45);
 # reported on held-out score laws and maps (benchmarks/measured/band_coverage.md;
-# docs/methods.md §11.9)
+# docs/methods/11-tests-and-bands.md §11.9)
 WORLD_BAND_SCALE = 1.45
 WORLD_BAND_WORLDS = 200
 WORLD_MIN_POINTS = 20
@@ -335,7 +335,7 @@ def world_parts(s, y, grid, family="reference", params=None, n_boot=None, seed=0
     """Worlds of the ``world`` band: labels redrawn ``n_boot`` times at the user's
     scores from the reference map (clipped to [1 / m, 1 - 1 / m], m the smallest
     reference bin's count, so that no world is noiseless), the family
-    refitted per world (docs/methods.md §11.9)."""
+    refitted per world (docs/methods/11-tests-and-bands.md §11.9)."""
     _min_points("world", s.size, WORLD_MIN_POINTS)
     R = WORLD_BAND_WORLDS if n_boot is None else n_boot
     if isinstance(R, bool) or int(R) < 10:
@@ -413,7 +413,7 @@ def band_validity(method: str, level: float, n: int, grid=None,
         method, level=level, n=n, grid="default" if grid is None else "custom", **settings)
     if got.valid is None and method in _GUARANTEED:
         return domains.Validity(None, got.why + "; its finite-sample guarantee for a "
-                                "non-decreasing map holds at every n (docs/methods.md §11.9)")
+                                "non-decreasing map holds at every n (docs/methods/11-tests-and-bands.md §11.9)")
     return got
 
 
@@ -422,7 +422,7 @@ def reliability_band(scores, labels, level: float = 0.9, method: str = "auto", *
     """Confidence band for the calibration map of (scores, labels).
 
     ``scores``: P(y = 1) of a binary task, read by the rule every entry point
-    shares (:func:`fitontest.core.predictions.read`; docs/methods.md §1.1):
+    shares (:func:`fitontest.core.predictions.read`; docs/methods/01-binary-tasks.md §1.1):
     ``from_logits=True`` takes logits (a sigmoid first), None lets the values
     decide (a negative one: logits).
 
@@ -453,7 +453,7 @@ def reliability_band(scores, labels, level: float = 0.9, method: str = "auto", *
                                        default_grid=grid is None, **options)
     v = band_validity(method, level, int(s.size), grid, options)
     if v.valid is False:
-        warnings.warn(f"{method!r} reliability band: {v.why} (docs/methods.md §11.9)",
+        warnings.warn(f"{method!r} reliability band: {v.why} (docs/methods/11-tests-and-bands.md §11.9)",
                       BandCoverageWarning, stacklevel=2)
     return ReliabilityBand(s=g, lo=np.asarray(lo, dtype=np.float64),
                            hi=np.asarray(hi, dtype=np.float64), level=level, method=method,

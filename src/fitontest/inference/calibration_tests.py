@@ -1,4 +1,4 @@
-"""Tests of perfect calibration P(Y = 1 | S = s) = s (docs/methods.md §11.8).
+"""Tests of perfect calibration P(Y = 1 | S = s) = s (docs/methods/11-tests-and-bands.md §11.8).
 
 :func:`calibration_test` returns a :class:`CalibrationTestResult` with
 ``statistic`` and ``pvalue``, as ``scipy.stats`` tests do. Methods:
@@ -89,7 +89,7 @@ def sup_abs_bm_sf(x) -> np.ndarray:
     Reflection (images) series 4 sum_{k>=0} (-1)^k Phi-bar((2k+1) x) for
     x >= 1; for x < 1 the eigenfunction series
     1 - (4/pi) sum_{k>=0} (-1)^k/(2k+1) exp(-(2k+1)^2 pi^2 / (8 x^2)),
-    which converges fast there (docs/methods.md §11.8).
+    which converges fast there (docs/methods/11-tests-and-bands.md §11.8).
     """
     x = np.atleast_1d(np.asarray(x, dtype=np.float64))
     out = np.ones_like(x)
@@ -113,7 +113,7 @@ def sup_abs_bm_sf(x) -> np.ndarray:
 def range_bm_sf(x) -> np.ndarray:
     """P(sup B - inf B >= x) on [0, 1] for standard Brownian motion (Feller 1951):
     the range has density 8 sum_{k>=1} (-1)^(k-1) k^2 phi(k x), so the tail is
-    8 sum_{k>=1} (-1)^(k-1) k Phi-bar(k x) (docs/methods.md §11.8)."""
+    8 sum_{k>=1} (-1)^(k-1) k Phi-bar(k x) (docs/methods/11-tests-and-bands.md §11.8)."""
     x = np.atleast_1d(np.asarray(x, dtype=np.float64))
     out = np.ones_like(x)
     pos = x > 0.05                       # below, P(range < 0.05) < 1e-300

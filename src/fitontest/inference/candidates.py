@@ -1,4 +1,4 @@
-"""Every candidate evaluator fitted and scored in one world (docs/methods.md §14.2).
+"""Every candidate evaluator fitted and scored in one world (docs/methods/14-chooser.md §14.2).
 
 :func:`world_losses` is the unit of work of :func:`fitontest.inference.choose.choose_tasks`
 (run world by world, or over processes with joblib): each candidate's

@@ -1,5 +1,5 @@
 """Which evaluator to trust on *these* predictions: a data-adaptive choice
-(docs/methods.md §14), on binary tasks.
+(docs/methods/14-chooser.md §14), on binary tasks.
 
 >>> import fitontest
 >>> choice = fitontest.choose_evaluator(probs, labels)       # doctest: +SKIP
@@ -45,10 +45,10 @@ interval is :func:`recommended_interval`. ``DEBIAS_SD``, ``ENSEMBLE`` and
 ``MAP_CANDIDATES`` were chosen on the truth benchmark's own subsets (mainly
 synthetic and procedural): an in-sample choice; the step-map generator and
 :data:`FALLBACK_ALPHA` were declared; all are checked on two held-out step-map
-sources (docs/methods.md §14.3, benchmarks/measured/choose_truth.md).
+sources (docs/methods/14-chooser.md §14.3, benchmarks/measured/choose_truth.md).
 
 Cost: ``n_worlds`` fits of every candidate (times 5 for ``"ranking"``), per
-task, and the interval's (docs/methods.md §14.3 has it measured); ``n_jobs``
+task, and the interval's (docs/methods/14-chooser.md §14.3 has it measured); ``n_jobs``
 spreads worlds over processes.
 """
 from __future__ import annotations
@@ -73,7 +73,7 @@ DEFAULT_CANDIDATES = ("ece_es15", "ece_es_cv", "ece_es_sweep", "ece_ew15", "ece_
                       "spline_parabolic")
 #: default candidates of ``criterion="map"``: the worlds' maps (bootstrap refits) are
 #: rougher than true maps, and against exact truth the worlds' CMEE ranking of the
-#: flexible smoothers misled (docs/methods.md §14.3)
+#: flexible smoothers misled (docs/methods/14-chooser.md §14.3)
 MAP_CANDIDATES = ("platt", "beta")
 #: ``"ce"``: a candidate's estimate is corrected by its bias in the worlds only where
 #: that bias exceeds this many world SDs of its signed error (a smaller bias is within

@@ -1,4 +1,4 @@
-"""Intervals for the CE estimate of any calibration family (docs/methods.md §11.1).
+"""Intervals for the CE estimate of any calibration family (docs/methods/11-intervals.md §11.1).
 
 :func:`ce_interval` returns a :class:`CEInterval`: the family's *used*
 estimate (debiased where the family has ``ce_estimate_debiased``, as
@@ -9,7 +9,7 @@ nominal ``level``, the method that built it, the CE it targets
 Methods (``method=``; alpha = 1 - level, theta_hat the used estimate):
 
 - ``"inverted"`` (estimand: the population CE E|S - c(S)|^p): test inversion
-  over model-based bootstrap worlds (:mod:`fitontest.inference.worlds`, docs/methods.md
+  over model-based bootstrap worlds (:mod:`fitontest.inference.worlds`, docs/methods/14-chooser.md
   §14): world t has the true map c_t(s) = clip(s + t g, 0, 1), g the gap of the
   reference map, and known CE theta(t) = mean |c_t(s_i) - s_i|^p; its scores
   are resampled and its labels redrawn as Bernoulli(c_t(s)) (world 0 is
@@ -68,7 +68,7 @@ from .. import families
 from ..families.base import estimates, resample_chunks, used_estimates
 from fitontest.core.validation import check_binary
 # the worlds of "inverted" (reference map, scaled gaps, label redraws) are one
-# module with the evaluator chooser's (docs/methods.md §14)
+# module with the evaluator chooser's (docs/methods/14-chooser.md §14)
 from .worlds import WORLD_T, largest_ce, reference_gap, world_replicates, world_reps
 
 METHODS = ("auto", "inverted", "sun", "basic", "percentile")
@@ -77,7 +77,7 @@ METHODS = ("auto", "inverted", "sun", "basic", "percentile")
 # benchmarks/measured/interval_coverage.md (about 400 samples per cell) and
 # interval_coverage_study.md: the narrowest of inverted and sun with no cell more than
 # one MC SE below 87 % at level 0.9 (sun at p = 1 only where its p = 2 interval
-# qualifies; none does), else the one covering most; docs/methods.md §11.3.
+# qualifies; none does), else the one covering most; docs/methods/11-intervals.md §11.3.
 AUTO: dict[tuple[str, int], str] = {
     (name, p): "inverted"
     for name in ("ece_es15", "ece_es_cv", "ece_es_sweep", "ece_ew15", "ece_ew_cv",
@@ -91,7 +91,7 @@ AUTO_DEFAULT = "inverted"
 # replicates and worlds shaped like the data's noisy reference make k = 1 cover a
 # few points short; k is the largest of {0.6, 0.7, 0.8, 1} with no p = 1 cell short
 # of 87 % on both coverage benchmarks (synthetic worlds and the study's own score
-# laws; docs/methods.md §11.1, §11.3). 0.7 was short on the study's one-vs-rest laws.
+# laws; docs/methods/11-intervals.md §11.1, §11.3). 0.7 was short on the study's one-vs-rest laws.
 INVERTED_ALPHA_SCALE = 0.6
 
 class IntervalCoverageWarning(UserWarning):

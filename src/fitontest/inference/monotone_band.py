@@ -1,6 +1,6 @@
 """The finite-sample ``monotone`` band for a non-decreasing calibration map and
 its matching test of calibration (Dimitriadis, Dümbgen, Henzi, Puke & Ziegel
-2023; docs/methods.md §11.9).
+2023; docs/methods/11-tests-and-bands.md §11.9).
 
 The sorted scores are cut into G groups of about equal count (ties kept
 together); for each run of consecutive groups the mean of c over the run has

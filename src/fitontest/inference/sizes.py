@@ -1,7 +1,7 @@
 """Sizes that several methods share, each written once.
 
 - :func:`reference_bin_count`: the number of equal-size bins of the worlds'
-  reference map (docs/methods.md §14), b = n^(1/3) (bins of about n^(2/3)
+  reference map (docs/methods/14-chooser.md §14), b = n^(1/3) (bins of about n^(2/3)
   points), between 1 and n // 10: the worlds (:func:`fitontest.inference.worlds.reference_gap`)
   and the ``world`` reliability band (:mod:`fitontest.inference.bands`) refit the same map.
 - :data:`CHUNK_CELLS` and :func:`chunk_rows`: label matrices of redrawn worlds

@@ -1,6 +1,7 @@
 """Intervals, significance markers and the Friedman test of the tables.
 
-Choices (docs/methods.md §11.3-§11.6; README "Reading the tables"):
+Choices (docs/methods/11-intervals.md §11.3,
+docs/methods/11-verdicts.md §11.4-§11.6; README "Reading the tables"):
 
 - **Interval of a cell**: Student-t 95 % interval of the mean over the cell's
   independent clusters (scipy.stats.t; :mod:`.policy` names them). A
@@ -68,7 +69,7 @@ def holm(pvalues, max_true: int | None = None) -> np.ndarray:
 
     ``max_true``: at most this many of the hypotheses can be true at once
     (logical constraints, Shaffer 1986): step j multiplies by
-    min(max_true, n - j + 1) instead of n - j + 1 (docs/methods.md §11.5.1)."""
+    min(max_true, n - j + 1) instead of n - j + 1 (docs/methods/11-verdicts.md §11.5.1)."""
     p = np.asarray(pvalues, dtype=np.float64)
     if p.size == 0:
         return p

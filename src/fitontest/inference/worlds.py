@@ -1,5 +1,5 @@
 """Worlds with a known calibration map, shaped like the user's data
-(docs/methods.md §14).
+(docs/methods/14-chooser.md §14).
 
 A *world* is a law of (score, label) whose true calibration map is known, so
 that an evaluator's error can be measured in it exactly. Every world here is
@@ -25,7 +25,7 @@ Two consumers, two sets of maps:
   resamples of the data (perturbations of the size of its sampling
   uncertainty); :func:`world_sample` draws one world's sample.
 
-Assumptions (docs/methods.md §14): the score law is the empirical one (no
+Assumptions (docs/methods/14-chooser.md §14): the score law is the empirical one (no
 score outside the data's); the true map is monotone-ish and near one of the
 generator fits (within their bootstrap spread); the labels are independent
 given the scores.
@@ -66,7 +66,7 @@ def reference_gap(s: np.ndarray, y: np.ndarray, p: int = 1) -> np.ndarray:
     pieces no wider than that. The squared CE lives in the sparse tail (one-vs-rest
     scores pile near 0, so the top ES bin spans most of [0, 1]); a reference that
     flattens the tail's gaps gives worlds whose coarse-bin estimators lose less
-    to averaging than on the data, and the interval sits low (docs/methods.md
+    to averaging than on the data, and the interval sits low (docs/methods/11-intervals.md
     §11.1: smallest cells on the study's one-vs-rest laws 61-81 % before, 91.7-95.1 % after).
     """
     from sklearn.isotonic import IsotonicRegression

@@ -7,7 +7,7 @@ is one module with ``@register("name")`` on a factory taking ``num_classes``.
 >>> net = models.get("resnet110", num_classes=10)      # doctest: +SKIP
 >>> models.names()                                     # doctest: +SKIP
 
-Paper-scale members (docs/methods.md §8): ``resnet110``, ``densenet40``, ``wrn32``.
+Paper-scale members (docs/methods/08-networks.md §8): ``resnet110``, ``densenet40``, ``wrn32``.
 The others are depth/width-reduced members of the same families for the
 laptop-size default configuration.
 

@@ -9,7 +9,7 @@ the training scripts of github.com/markus93/NN_calibration) is this network
 with depth 34 = 6N + 4 and widen factor k = 10, i.e. N = 5 blocks per stage
 (WRN-34-10). The reference script sets ``depth = 34`` with the comment "32, if
 ignoring conv layers carrying residuals" — hence the name. For 10 classes it
-has 46,160,474 parameters, the ≈46M of docs/methods.md §8 (WRN-28-10, N = 4, would
+has 46,160,474 parameters, the ≈46M of docs/methods/08-networks.md §8 (WRN-28-10, N = 4, would
 have 36.5M; 32 is not a valid 6N + 4 depth). Registered as ``wrn32``.
 """
 from __future__ import annotations

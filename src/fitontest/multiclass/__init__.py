@@ -1,4 +1,4 @@
-"""Multi-class post-hoc calibrators on K-class logits (docs/methods.md §5).
+"""Multi-class post-hoc calibrators on K-class logits (docs/methods/05-multiclass.md §5).
 
 Each calibrator is a scikit-learn-style estimator: ``fit(logits, labels)``
 returns ``self``; ``predict_proba(logits)`` returns calibrated class

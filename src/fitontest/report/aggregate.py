@@ -1,5 +1,6 @@
 """Tidy frame -> wide tables: rows = groups, columns = evaluators/calibrators
-(docs/methods.md §10.2, §11.4).
+(docs/methods/10-results-and-tables.md §10.2,
+docs/methods/11-verdicts.md §11.4).
 
 :func:`aggregate` gives one statistic per cell (plain mean, std over seeds,
 mode). :func:`aggregate_units` gives the cells of a ranked table with their

@@ -53,10 +53,10 @@ is generated from them):
   ``equivalence=True``: ``best``, ``ahead_of``, ``above_threshold``): not
   supported nor contradicted, and the compared means shown within the
   claim's margin by TOSTs in one Holm family with the pairwise tests
-  (:mod:`.equivalence`, docs/methods.md §11.5.1). A claim left not
+  (:mod:`.equivalence`, docs/methods/11-verdicts.md §11.5.1). A claim left not
   distinguishable carries :class:`.projection.Takes`: the outcome its means
   lead to and the factor on the clusters that decides it at 80 % power
-  (docs/methods.md §11.5.2).
+  (docs/methods/11-verdicts.md §11.5.2).
 """
 from __future__ import annotations
 
@@ -407,7 +407,7 @@ def check_above_threshold(ev: Evidence, p):
     v = verdict(bool(lo > t), bool(hi < t))
     sig = f"{1 - 2 * ALPHA:.0%} t-interval of the mean [{lo:.4g}, {hi:.4g}] ({ev.where()})"
     # a false "supported" and a false "equivalent" lie in one tail of the mean:
-    # the TOST needs no share of α (docs/methods.md §11.5.1)
+    # the TOST needs no share of α (docs/methods/11-verdicts.md §11.5.1)
     if v == UNDECIDED and ev.margin and tost_target(vals, t, ev.margin, k) < ALPHA:
         v = EQUIVALENT
         return Outcome(holds, v, text, f"{v}: mean within {ev.margin.words()} of {t:g} (TOST; "

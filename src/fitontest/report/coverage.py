@@ -1,4 +1,4 @@
-"""Coverage of the evaluators' CE intervals (``ce_lo``, ``ce_hi``; docs/methods.md §11.3).
+"""Coverage of the evaluators' CE intervals (``ce_lo``, ``ce_hi``; docs/methods/11-intervals.md §11.3).
 
 Score rows that carry a CE interval (columns ``ce_lo``, ``ce_hi``,
 ``ci_level``, ``true_ce_pop``; older frames lack them and get no coverage

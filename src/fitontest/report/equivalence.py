@@ -1,5 +1,5 @@
 """The fourth outcome, *equivalent*: two one-sided tests (TOST) over the
-independent clusters (docs/methods.md §11.5.1).
+independent clusters (docs/methods/11-verdicts.md §11.5.1).
 
 Two methods are **equivalent** when their means differ by less than a margin
 declared before the run (:class:`Margin`, per claim in ``claims.yaml``, else

@@ -1,5 +1,5 @@
 """What a check sees (:class:`Evidence`) and what it returns (:class:`Outcome`):
-the four outcomes of a claim and the tests behind them (docs/methods.md
+the four outcomes of a claim and the tests behind them (docs/methods/11-verdicts.md
 §11.5, §11.5.1, §11.5.2; the check kinds are in :mod:`.checks`)."""
 from __future__ import annotations
 

@@ -10,8 +10,8 @@ filter and disaggregation, and one of a few check kinds (:data:`CHECKS`).
 it one of four verdicts — **supported** (the claimed order is significant
 under the policy), **contradicted** (the opposite order is significant),
 **equivalent** (the compared means within the claim's margin, by TOST:
-docs/methods.md §11.5.1) or **not distinguishable**, with what would decide
-it (docs/methods.md §11.5.2) — or **not testable** (a method absent, a single
+docs/methods/11-verdicts.md §11.5.1) or **not distinguishable**, with what would decide
+it (docs/methods/11-verdicts.md §11.5.2) — or **not testable** (a method absent, a single
 test size, ...), with the point order of the means beside it (*holds* /
 *does not hold*: never a verdict by itself) and the evidence;
 :func:`write_findings` writes ``findings.md`` and ``findings.csv``.
@@ -49,7 +49,7 @@ from .frames import resolve_ranked_calibrators, select_truth, spearman_by_group
 from .projection import Takes, knob
 
 HOLDS, FAILS, NOT_TESTABLE = "holds", "does not hold", "not testable"
-#: what would decide a claim left not distinguishable (docs/methods.md §11.5.2):
+#: what would decide a claim left not distinguishable (docs/methods/11-verdicts.md §11.5.2):
 #: the outcome the observed means lead to, the factor on the clusters, the
 #: clusters now and then, the config knob, its value now and then, the added CPU
 TAKES_COLUMNS = ["takes_outcome", "takes_factor", "clusters_now", "clusters_needed",
@@ -144,7 +144,7 @@ def evaluate_claims(claims: Sequence[Claim], scores: pd.DataFrame | None = None,
 def what_it_takes(ev: Evidence, takes: Takes, frame: str,
                   costs: Mapping[str, float] | None = None) -> dict:
     """A claim's :class:`.projection.Takes` as clusters, the config knob and
-    CPU (:data:`TAKES_COLUMNS`; docs/methods.md §11.5.2)."""
+    CPU (:data:`TAKES_COLUMNS`; docs/methods/11-verdicts.md §11.5.2)."""
     now = len(ev.cells([]).units.get("all", ()))
     out = {"takes_outcome": takes.outcome, "takes_factor": takes.factor, "clusters_now": now,
            "clusters_needed": float(np.ceil(now * takes.factor - 1e-9))
@@ -226,7 +226,7 @@ FOUR_OUTCOMES = (
     "the claim) — its row says what would decide it: the outcome the observed means lead "
     "to, the independent clusters at which that has 80 % power (from this run's own "
     "between-cluster variance), the config knob that adds them and its CPU at this run's "
-    "cost per job (docs/methods.md §11.5.1-§11.5.2).")
+    "cost per job (docs/methods/11-verdicts.md §11.5.1-§11.5.2).")
 
 
 def findings_markdown(findings: pd.DataFrame, exp: str = "") -> str:
@@ -254,7 +254,7 @@ def findings_markdown(findings: pd.DataFrame, exp: str = "") -> str:
     if run:
         lines += ["", "## A run that would decide them", "",
                   "Each claim left not distinguishable at 80 % power, from this run's "
-                  "variance components (docs/methods.md §11.5.2); the knob's values in "
+                  "variance components (docs/methods/11-verdicts.md §11.5.2); the knob's values in "
                   "ascending order, with the claims each adds:", "", *[f"- {x}" for x in run]]
     return "\n".join(lines) + "\n"
 

@@ -1,5 +1,5 @@
 """The statistics policy of every table, figure, finding and ``fitontest bench``
-verdict, in one place (docs/methods.md §11.4-§11.6).
+verdict, in one place (docs/methods/11-verdicts.md §11.4-§11.6).
 
 Per kind of result (:data:`INFERENCE`): the **units** whose rows are averaged
 first (the cells of the balanced design), the **clusters** that are
@@ -13,7 +13,7 @@ The clusters follow the run's **design**, read from its frames
 (:func:`design_of`), never assumed:
 
 - evaluator scores, ``subsets = independent`` (the default,
-  docs/methods.md §6.2): the test subsets are drawn per (model, task, seed)
+  docs/methods/06-truth-and-scores.md §6.2): the test subsets are drawn per (model, task, seed)
   and shared only by the calibrators of that (model, task), so every (model,
   task, seed) is an independent cluster — 27 in the default config;
 - ``subsets = paper`` (the authors' design, and any frame without the
@@ -44,7 +44,7 @@ LEVEL = 0.95
 ALPHA = 0.05
 INTERVAL_METHOD = ("cluster t-interval: Student-t {level:.0%} interval of the mean of the "
                    "cluster means (k - 1 degrees of freedom)")
-#: The equivalence margin of a claim that declares none (docs/methods.md §11.5.1):
+#: The equivalence margin of a claim that declares none (docs/methods/11-verdicts.md §11.5.1):
 #: two means are *equivalent* when they differ by less than this, shown by two
 #: one-sided tests. Errors (CMEE, CE error, CEAC): 5 % of the pair's mean
 #: (relative: the errors differ by orders of magnitude between tasks and sizes);
@@ -52,7 +52,7 @@ INTERVAL_METHOD = ("cluster t-interval: Student-t {level:.0%} interval of the me
 #: among the six ranked (6 * 2 / (6 * 35) = 0.057).
 EQUIVALENCE_MARGIN = {"spearman": {"absolute": 0.05}}
 DEFAULT_MARGIN = {"relative": 0.05}
-#: the power at which "what it would take" sizes a run (docs/methods.md §11.5.2)
+#: the power at which "what it would take" sizes a run (docs/methods/11-verdicts.md §11.5.2)
 POWER = 0.8
 SIGNIFICANCE = ("not underlined = significantly worse than at least one other column: "
                 "two-sided paired t-tests of every pair of columns over the shared "

@@ -1,5 +1,5 @@
 """What it would take: the independent clusters at which a claim left *not
-distinguishable* would be decided with 80 % power (docs/methods.md §11.5.2).
+distinguishable* would be decided with 80 % power (docs/methods/11-verdicts.md §11.5.2).
 
 From the run's own variance components — per pair of methods the mean and
 the between-cluster standard deviation of the paired differences of the

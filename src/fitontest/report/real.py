@@ -5,7 +5,7 @@ measured; what can be is its average estimate. Averaged over the same
 calibrated models, every evaluator targets the same unknown mean CE at a
 given test size, so the real biases are the average estimates minus one
 unknown constant per size (row) — and the *ranking* of the evaluators by
-signed bias does not depend on that constant (docs/methods.md §12.2):
+signed bias does not depend on that constant (docs/methods/12-real-data.md §12.2):
 
 - cell: the mean over calibrated models (arch, task, calibrator) of the mean
   over that model's disjoint test subsets of ``ce_used`` (pseudo-real: of
@@ -18,7 +18,7 @@ signed bias does not depend on that constant (docs/methods.md §12.2):
 - ranks: 1 = most negative signed bias;
 - agreement per size over the common evaluators: Spearman's rho and Kendall's
   tau (scipy.stats) with their p-values and two intervals of different
-  populations (docs/methods.md §12.3):
+  populations (docs/methods/12-real-data.md §12.3):
 
   - the subset bootstrap (:func:`subset_bootstrap`): the test subsets of each
     network resampled with replacement (jointly over its tasks, calibrators
@@ -248,7 +248,7 @@ def markdown(table: pd.DataFrame, agreement: pd.DataFrame, truth: str | None = N
         head += [f"real {s}", "rank"] + ([f"pseudo {s}", "rank"] if has_pseudo else [])
     lines = ["# Real-data CE-estimation bias", "",
              "Average CE estimate per evaluator and test size minus a row constant "
-             "(anchor; docs/methods.md §12.2)"
+             "(anchor; docs/methods/12-real-data.md §12.2)"
              + (f", beside the pseudo-real bias (truth {truth})" if has_pseudo else "")
              + ". Rank 1 = most negative bias.", ""]
     if len(notes):
@@ -288,7 +288,7 @@ def markdown(table: pd.DataFrame, agreement: pd.DataFrame, truth: str | None = N
                          f"{_fmt(a['kendall_p'], 3)} | {_int(a['real_subsets'])} / "
                          f"{_int(a['pseudo_subsets'])} |")
         a0 = agreement.iloc[0]
-        lines.append(f"\nIntervals at level {a0['level']:g} (docs/methods.md §12.3). Subset "
+        lines.append(f"\nIntervals at level {a0['level']:g} (docs/methods/12-real-data.md §12.3). Subset "
                      f"bootstrap ({_int(a0['n_boot'])} replicates): each network's test subsets "
                      "redrawn in both runs; it covers the agreement a repeat on other test "
                      "subsets of these sizes would show (the cells' noise); empty where a "

@@ -16,7 +16,8 @@ plus a test, e.g. CMEE by model on the confidence task only::
         t = build(spec_named("table3_cmee_confidence_by_model"), {"scores": frame}, "isotonic")
         assert list(t.values.index) == ["r110", "d40"]   # + the expected cell means
 
-Statistics (``stat``; docs/methods.md §11.3-§11.6): "interval" = mean over the
+Statistics (``stat``; docs/methods/11-intervals.md §11.3,
+docs/methods/11-verdicts.md §11.4-§11.6): "interval" = mean over the
 independent clusters of the spec's :class:`~.policy.Inference` (by default the
 policy's for its source and measure) with a 95 % cluster t-interval, per-row
 ranks and significance markers (:mod:`.policy`, :mod:`.stats`);

@@ -1,5 +1,5 @@
 """Measured error rates of the tables' verdicts: an A/A harness, interval
-coverage and a replication check (docs/methods.md §11.7).
+coverage and a replication check (docs/methods/11-verdicts.md §11.7).
 
 A **procedure** (:class:`Procedure`) is what a ranked table does with a
 frame: units and independent clusters (:class:`.policy.Inference`; None =

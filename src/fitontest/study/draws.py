@@ -1,6 +1,6 @@
 """Replicates of the calibrators' table: every calibrator refitted on
 validation draws of the hold-out, each draw of each network fitted and
-measured on its own points (docs/methods.md §6.4, §6.5).
+measured on its own points (docs/methods/06-truth-and-scores.md §6.4, §6.5).
 
 Table 2 compares post-hoc calibrators fitted once per network on the
 validation split: three networks are three units, too few for any honest
@@ -22,7 +22,7 @@ draws of different networks are independent draws (overlapping by chance,
 as the test subsets of §6.2). The study's own calibrators (draw 0) are not
 among them: every network's were fitted on the same validation images, so
 their rows move together. Measured on the layout (benchmarks/draws_design.py,
-benchmarks/measured/draws_design.md, docs/methods.md §6.5): draws that shared
+benchmarks/measured/draws_design.md, docs/methods/06-truth-and-scores.md §6.5): draws that shared
 their fitting points across networks (draw 0 among them) and their measuring
 points within a network made Table 2's per-task A/A test reject 16.7-17.9 %
 of the time at nominal 5 %, and the by-network intervals hold the clusters'

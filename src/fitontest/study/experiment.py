@@ -1,4 +1,4 @@
-"""Scoring post-hoc calibrators and fit-on-test evaluators (docs/methods.md §6).
+"""Scoring post-hoc calibrators and fit-on-test evaluators (docs/methods/06-truth-and-scores.md §6).
 
 The workflow's scripts are thin: they load npz files and call these functions,
 which return tidy frames with the columns of :mod:`fitontest.schema`.
@@ -129,7 +129,7 @@ def population_ce(holdout_scores: np.ndarray, truths: Mapping[str, np.ndarray]) 
 
 def subset_interval(name: str, fam, s: np.ndarray, y: np.ndarray, est: Mapping[str, float],
                     interval: Mapping[str, Any] | None, seed: list[int]):
-    """Bootstrap interval (docs/methods.md §11.1) of a fitted evaluator's L1 estimate
+    """Bootstrap interval (docs/methods/11-intervals.md §11.1) of a fitted evaluator's L1 estimate
     on its subset, as the ``interval`` config block says for family ``name``
     (None where disabled); ``seed`` makes each subset's resamples its own."""
     from fitontest.inference.intervals import family_interval, interval_settings

@@ -1,4 +1,4 @@
-"""The league (docs/methods.md §10.5): a switch of any study config that adds the
+"""The league (docs/methods/10-results-and-tables.md §10.5): a switch of any study config that adds the
 cross-fitted evaluators and the peers' to its evaluators, so that every table,
 interval and verdict of the run scores them beside ours.
 
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import Any, MutableMapping
 
-#: our fit-on-test families cross-fitted (docs/methods.md §3.11): isotonic, beta,
+#: our fit-on-test families cross-fitted (docs/methods/03-binary-families.md §3.11): isotonic, beta,
 #: PL and the binning families; PL3 and Platt are registered too, left out for time
 CROSS_FITTED = ("cf_isotonic", "cf_beta", "cf_pl_ce", "cf_ece_es15", "cf_ece_ew15",
                 "cf_ece_es_cv")
-#: the peers' estimators, from their own packages (docs/methods.md §3.12)
+#: the peers' estimators, from their own packages (docs/methods/03-binary-families.md §3.12)
 PEERS = ("probmetrics_catboost", "probmetrics_isotonic", "probmetrics_ts", "ucal_debiased",
          "relplot_smece", "netcal_ace", "torchmetrics_ece", "venn_abers", "probcal_skce")
 #: replicates of the intervals the peers' packages give (relplot fixes its 100)

@@ -42,7 +42,7 @@ SCORE_VALUES = [
 SCORE_COLUMNS = SCORE_KEYS + SCORE_VALUES
 #: Optional design column of ``scores.parquet`` (one value per run): how the
 #: test subsets were drawn, ``independent`` (per (arch, task, seed)) or
-#: ``paper`` (per seed, shared by every arch and task); docs/methods.md §6.2.
+#: ``paper`` (per seed, shared by every arch and task); docs/methods/06-truth-and-scores.md §6.2.
 #: A frame without it is read as ``paper``, the conservative design
 #: (:func:`fitontest.report.policy.design_of`).
 SCORE_DESIGN = "subsets"
@@ -59,7 +59,7 @@ CALIBRATOR_VALUES = [
 CALIBRATOR_COLUMNS = CALIBRATOR_KEYS + CALIBRATOR_VALUES
 #: Optional key of ``calibrators.parquet``: the validation draw the row's
 #: calibrator was fitted on (0 = the validation split; 1, 2, ... = further
-#: disjoint draws, docs/methods.md §6.4). Absent: one fit per network.
+#: disjoint draws, docs/methods/06-truth-and-scores.md §6.4). Absent: one fit per network.
 CALIBRATOR_DRAW = "draw"
 
 SYNTHETIC_KEYS = ["shape", "ce_level", "evaluator", "size", "seed", "truth"]

@@ -1,4 +1,4 @@
-"""The synthetic study (docs/methods.md §7): evaluators against exact calibration maps.
+"""The synthetic study (docs/methods/07-synthetic.md §7): evaluators against exact calibration maps.
 
 One call scores one evaluator on one base shape over every CE level, size and
 seed, which is the job granularity of the workflow (a few hundred jobs for

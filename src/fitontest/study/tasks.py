@@ -1,4 +1,4 @@
-"""Binary tasks from a K-class model (docs/methods.md §1).
+"""Binary tasks from a K-class model (docs/methods/01-binary-tasks.md §1).
 
 - one-vs-rest(k): score ``s = p_k``, label ``y = 1[label == k]``;
 - confidence (top-label): ``s = max_k p_k``, ``y = 1[argmax_k p_k == label]``

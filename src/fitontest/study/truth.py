@@ -1,4 +1,4 @@
-"""True-calibration-map estimators on a large hold-out (docs/methods.md §6).
+"""True-calibration-map estimators on a large hold-out (docs/methods/06-truth-and-scores.md §6).
 
 Each estimator is fitted *and evaluated* on the hold-out: ``estimate(name,
 scores, labels)`` returns c(s_i) at the given hold-out scores. They reuse the

@@ -1,4 +1,4 @@
-"""The training step, eager or fast (docs/methods.md §8.5).
+"""The training step, eager or fast (docs/methods/08-networks.md §8.5).
 
 >>> from fitontest.vision.fast import fast_options
 >>> fast_options({"device_data": True, "cuda_graph": True}).fused_optimizer

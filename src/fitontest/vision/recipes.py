@@ -1,4 +1,4 @@
-"""Training recipes (docs/methods.md §8) as plain, validated dictionaries.
+"""Training recipes (docs/methods/08-networks.md §8) as plain, validated dictionaries.
 
 No torch import here, so configuration checks can use it cheaply.
 

@@ -3,7 +3,7 @@
 >>> from fitontest.vision.train import train_model
 >>> path = train_model("resnet8", X, y, recipe="small", out_dir="results/x/models/resnet8")  # doctest: +SKIP
 
-Design (see docs/methods.md §8 and ``recipes.py`` for the recipe fields):
+Design (see docs/methods/08-networks.md §8 and ``recipes.py`` for the recipe fields):
 
 - The training images live on the device as one uint8 NCHW tensor; each batch
   is gathered, converted to float, standardised with the per-channel mean/std
@@ -289,7 +289,7 @@ def train_model(model_name: str, X: np.ndarray, y: np.ndarray, *,
     ``max_epochs`` stops after that many epochs in total (the schedule still
     follows ``recipe['epochs']``); the ``model.pt`` then says
     ``complete: False`` and the checkpoint is kept for a later resume.
-    ``fast``: the fast path's switches (:mod:`.fast`, docs/methods.md §8.5);
+    ``fast``: the fast path's switches (:mod:`.fast`, docs/methods/08-networks.md §8.5);
     None or all off is the eager path. They change how a step runs, not the
     recipe or the draws, so they are not part of the run's identity: a
     checkpoint of either path resumes on the other.

@@ -1,5 +1,5 @@
 """The field's calibration-error estimators as evaluators, computed by their own
-packages (docs/methods.md §3.12): one module per package, each registering its
+packages (docs/methods/03-binary-families.md §3.12): one module per package, each registering its
 families with ``@register``; ``pip install "fitontest[peers]"`` installs them.
 
 | family | package | estimate (p = 1 / p = 2) | map | own interval |

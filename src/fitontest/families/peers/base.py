@@ -1,4 +1,4 @@
-"""What every peer family shares (docs/methods.md §3.12): importing its package
+"""What every peer family shares (docs/methods/03-binary-families.md §3.12): importing its package
 lazily, naming the extra when it is missing, running a package that draws from
 NumPy's global random state under a seed of ours, and the estimate-only base
 class."""

@@ -1,5 +1,5 @@
 """netcal's Average Calibration Error (Neumann, Zisserman & Vedaldi 2018; package
-``netcal``; docs/methods.md §3.12).
+``netcal``; docs/methods/03-binary-families.md §3.12).
 
 ``netcal.metrics.ACE(bins=10).measure(f, y)`` on the binary scores (netcal reads
 a 1-D input as P(y = 1)): the *unweighted* mean over the non-empty of 10

@@ -1,5 +1,5 @@
 """probcal's squared kernel calibration error (Widmann, Lindsten & Zachariah
-2019; package ``probcal``; docs/methods.md §3.12). ``kce`` is ours (RBF kernel).
+2019; package ``probcal``; docs/methods/03-binary-families.md §3.12). ``kce`` is ours (RBF kernel).
 
 ``probcal.metrics.skce(y, f)``: the unbiased quadratic estimator (``"uq"``) of
 the SKCE with probcal's defaults -- a Laplace kernel exp(-|f_i - f_j| / h) on

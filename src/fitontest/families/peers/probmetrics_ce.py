@@ -1,5 +1,5 @@
 """probmetrics' cross-fitted calibration errors (Berta, Holzmüller, Jordan & Bach
-2025; package ``probmetrics``; docs/methods.md §3.12).
+2025; package ``probmetrics``; docs/methods/03-binary-families.md §3.12).
 
 probmetrics' ``MetricsWithCalibration`` splits the sample in 5 stratified folds
 (``CVSplitter(5)``, seed ``random_state``), fits a post-hoc calibrator g on 4

@@ -1,6 +1,6 @@
 """relplot's smooth ECE, from relplot itself (Błasiok & Nakkiran 2023; package
-``relplot``; docs/methods.md §3.12). ``smece`` is our reimplementation
-(docs/methods.md §3.10); this family is the reference package's own numbers.
+``relplot``; docs/methods/03-binary-families.md §3.12). ``smece`` is our reimplementation
+(docs/methods/03-binary-families.md §3.10); this family is the reference package's own numbers.
 
 - Estimate (p = 1): ``relplot.smECE(f, y)``, the smECE at the fixed-point
   bandwidth sigma*. relplot has no L2 form: ``ce_est_sq`` is NaN.

@@ -1,5 +1,5 @@
 """torchmetrics' binned ECE, the one most papers report (package
-``torchmetrics``; docs/methods.md §3.12).
+``torchmetrics``; docs/methods/03-binary-families.md §3.12).
 
 ``torchmetrics.functional.classification.binary_calibration_error(f, y,
 n_bins=15, norm)``: 15 equal-width bins, bin weights their shares of the

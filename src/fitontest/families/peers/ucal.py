@@ -1,6 +1,6 @@
 """uncertainty-calibration's debiased calibration error (Kumar, Liang & Ma 2019,
 "Verified uncertainty calibration"; package ``uncertainty-calibration``, module
-``calibration``; docs/methods.md §3.12).
+``calibration``; docs/methods/03-binary-families.md §3.12).
 
 ``calibration.get_calibration_error(probs, labels, p, debias)`` on the binary
 scores: 15 equal-mass bins (``lower_bound_scaling_ce``), or one bin per

@@ -1,5 +1,5 @@
 """Inductive Venn-Abers predictors (Vovk & Petej 2014; Vovk, Petej & Fedorova
-2015; package ``venn-abers``; docs/methods.md §3.12).
+2015; package ``venn-abers``; docs/methods/03-binary-families.md §3.12).
 
 ``venn_abers.VennAbers().fit(P, y)`` with P = (1 - f, f) fitted on the test
 sample (the fit-on-test view) gives at every score two isotonic fits, p0 and

@@ -1,4 +1,4 @@
-"""PL and PL3: the paper's piecewise-linear calibration-map families (docs/methods.md §4).
+"""PL and PL3: the paper's piecewise-linear calibration-map families (docs/methods/04-pl.md §4).
 
 - :mod:`.family`: the estimator (``pl_ce``, ``pl_mse``, ``pl3_ce``,
   ``pl3_mse``): cross-validation over the number of pieces, the averaged

@@ -1,4 +1,4 @@
-"""The PL / PL3 training algorithm, stated once (docs/methods.md §4.1-§4.4).
+"""The PL / PL3 training algorithm, stated once (docs/methods/04-pl.md §4.1-§4.4).
 
 Everything the two backends share lives here: the constants, the geometry of
 a map (knots = cumulative softmax, heights, PL vs PL3 input space), the
@@ -135,7 +135,7 @@ def maps(P, ks, space):
 
 # ------------------------------------------------------------ initialisation
 def initial_params(sorted_s, ks, kmax: int, space: int) -> np.ndarray:
-    """Parameter rows of the identity maps (docs/methods.md §4.2).
+    """Parameter rows of the identity maps (docs/methods/04-pl.md §4.2).
 
     Row r has ``ks[r]`` interior knots at the equal-size quantiles of its
     fitting scores ``sorted_s[r]`` (sorted; ``np.quantile``'s linear method);
@@ -143,7 +143,7 @@ def initial_params(sorted_s, ks, kmax: int, space: int) -> np.ndarray:
     first and the last interior knot, within 1e-3 everywhere; PL3 heights
     equal to the knots (the identity in logit space), so the end heights start
     at +-36.84 and a one-piece PL3 whose slope must change moves slowly at
-    lr 0.01 (docs/methods.md §4.4: the method as specified, unchanged). Gaps
+    lr 0.01 (docs/methods/04-pl.md §4.4: the method as specified, unchanged). Gaps
     are floored at 1e-16 before their log (tied scores).
     """
     K1 = kmax + 1

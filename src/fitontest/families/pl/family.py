@@ -1,4 +1,4 @@
-"""The PL / PL3 calibration-map families: the estimator (docs/methods.md §4).
+"""The PL / PL3 calibration-map families: the estimator (docs/methods/04-pl.md §4).
 
 - ``pl_ce`` / ``pl_mse``: continuous piecewise-linear map in probability space,
   heights ``sigmoid(eta)`` at knots ``0 = t_0 < ... < t_{k+1} = 1``;
@@ -14,7 +14,7 @@ error, with the 0.1 % complexity rule; the prediction is the average of the
 once by :class:`.trainer.BatchedTrainer` (fused numba kernels on the CPU,
 one batched torch program on CUDA).
 
-Choices where the paper is silent (docs/methods.md §4); those of the
+Choices where the paper is silent (docs/methods/04-pl.md §4); those of the
 training (early stopping monitor, mini-batches, loss clipping, PL3 knots and
 initialisation) are stated with the code in :mod:`.algorithm`:
 
@@ -61,11 +61,11 @@ class PiecewiseLinearFamily(CalibrationFamily):
         0.1 % rule; 0 = plain arg-min).
     selection : "cv" (the paper's method) or "sweep" (see the module notes).
     optimizer : "adam" (default): the paper's mini-batch Adam with early
-        stopping (docs/methods.md §4.4; numba on the CPU, torch on CPU or
+        stopping (docs/methods/04-pl.md §4.4; numba on the CPU, torch on CPU or
         CUDA); "lbfgs": every model minimised to convergence by full-batch
         L-BFGS (§4.8; CPU only), 3-5x faster, less shrinkage towards the
         identity (PL3: better CMEE from n = 3000, much worse at n = 1000;
-        measured in docs/methods.md §4.8). Model, initialisation, loss, CV
+        measured in docs/methods/04-pl.md §4.8). Model, initialisation, loss, CV
         and fold averaging are the same.
     lr, max_epochs, patience : Adam learning rate, epoch cap, early-stopping
         patience (epochs without a decrease of the training loss);

@@ -1,4 +1,4 @@
-"""Our PL / PL3 optimiser (``variant="ours"``, docs/methods.md §4.8): full-batch L-BFGS.
+"""Our PL / PL3 optimiser (``variant="ours"``, docs/methods/04-pl.md §4.8): full-batch L-BFGS.
 
 The same model, initialisation and training loss as the paper's Adam path
 (:mod:`.algorithm`), minimised per model by limited-memory BFGS (Nocedal &

@@ -1,6 +1,6 @@
 """The map of one fitted PL (probability space) or PL3 (logit space)
 parameter set: knots and heights to calibrated probabilities
-(docs/methods.md §4.1).
+(docs/methods/04-pl.md §4.1).
 
 Its own module: the family (``family.py``) and the batched trainer
 (``trainer.py``) both evaluate maps, and the trainer is loaded by the family.

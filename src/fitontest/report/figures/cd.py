@@ -1,4 +1,4 @@
-"""Critical-difference diagram (Demšar 2006; docs/methods.md §11.6) of a table's
+"""Critical-difference diagram (Demšar 2006; docs/methods/11-verdicts.md §11.6) of a table's
 Friedman blocks."""
 from __future__ import annotations
 

@@ -175,7 +175,7 @@ def write_default_figures(scores_df: pd.DataFrame | None, out_dir, *, scores=Non
     ``scores_df`` gives ``summary_by_size`` (CMEE, CE error, Spearman) and
     ``ranking`` (first model and task, largest size). Missing inputs skip
     their figures. ``band``: the level of the map's band shaded on the
-    reliability and fit-on-test diagrams (docs/methods.md §11.9; None: none).
+    reliability and fit-on-test diagrams (docs/methods/11-tests-and-bands.md §11.9; None: none).
     Returns the written paths.
     """
     out_dir = Path(out_dir)

@@ -1,6 +1,6 @@
 """Reliability diagrams (Figure 4) and the diagonal-filling geometry.
 
-The bins are the binning family's (docs/methods.md §2): a fixed-B
+The bins are the binning family's (docs/methods/02-binning.md §2): a fixed-B
 :class:`~fitontest.families.binning.BinningFamily` is fitted and its edges,
 bin statistics and bin of every point are drawn, so a diagram shows exactly
 the bins whose classic ECE ``ece_es15`` / ``ece_ew15`` report.
@@ -113,7 +113,7 @@ def reliability_diagram(scores, labels, n_bins: int = 15, scheme: str = "ew",
       slope-1 map s + (ȳ_b − s̄_b); its instance-weighted height is the ECE.
 
     ``band``: a level in (0, 1) shades the band of the calibration map at that
-    level (:func:`draw_band`, docs/methods.md §11.9) and adds a legend; None
+    level (:func:`draw_band`, docs/methods/11-tests-and-bands.md §11.9) and adds a legend; None
     draws none.
     """
     if style not in STYLES:

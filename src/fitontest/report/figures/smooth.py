@@ -1,5 +1,5 @@
 """Smooth reliability diagram with a bootstrap band (Błasiok & Nakkiran 2023;
-docs/methods.md §3.10).
+docs/methods/03-binary-families.md §3.10).
 
 The curve is the smECE family's map c_hat (reflected Gaussian kernel at the
 fixed-point bandwidth sigma*); the band holds the central ``level`` of the
@@ -43,7 +43,7 @@ def smooth_reliability_diagram(scores, labels, *, ax=None, n_boot: int = 200,
 
     ``band``: a level in (0, 1) shades the band of the calibration map of
     :func:`fitontest.inference.bands.reliability_band` (method ``auto``, its coverage
-    measured: docs/methods.md §11.9) instead of the curve's pointwise
+    measured: docs/methods/11-tests-and-bands.md §11.9) instead of the curve's pointwise
     bootstrap band, whose coverage of the map is not measured.
     """
     s, y = check_binary(scores, labels, need_both_classes=False)
