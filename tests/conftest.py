@@ -28,10 +28,15 @@ def run_snakemake(workdir: Path, *args: str, config: dict | None = None,
 
 
 def load_benchmark(name: str):
-    """A script of benchmarks/ (not a package) imported as a module, for its functions."""
+    """A script of benchmarks/FOLDER/ (not a package) imported as a module, for its
+    functions; its folder and benchmarks/ (common.py) are importable, as when it runs."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    (path,) = (REPO / "benchmarks").glob(f"*/{name}.py")
+    for folder in (REPO / "benchmarks", path.parent):
+        if str(folder) not in sys.path:
+            sys.path.insert(0, str(folder))
+    spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

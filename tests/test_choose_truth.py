@@ -1,4 +1,4 @@
-"""benchmarks/choose_truth.py, the chooser's truth benchmark: its units are
+"""benchmarks/truth/choose_truth.py, the chooser's truth benchmark: its units are
 independent, and its verdicts come from the paired tests it states."""
 import numpy as np
 import pytest

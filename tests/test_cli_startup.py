@@ -1,6 +1,6 @@
 """The console script's entry point (``fitontest_cli``) answers ``--help`` and
 usage errors before the library is imported, and otherwise runs exactly
-what :func:`fitontest.cli.main` runs. Timings are benchmarks/startup.py's;
+what :func:`fitontest.cli.main` runs. Timings are benchmarks/speed/startup.py's;
 these tests check what is imported, not how long it takes."""
 import ast
 import json

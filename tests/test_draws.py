@@ -1,7 +1,7 @@
 """Table 2's replicates: calibrators refitted on validation draws of the
 hold-out, each draw of each network fitted and measured on its own points
 (fitontest.study.draws; docs/methods/06-truth-and-scores.md §6.4, §6.5), and the A/A check of
-Table 2's test on that layout (benchmarks/draws_design.py)."""
+Table 2's test on that layout (benchmarks/verdicts/draws_design.py)."""
 import zlib
 
 import numpy as np

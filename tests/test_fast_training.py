@@ -2,7 +2,7 @@
 
 torch.compile runs with the ``aot_eager`` backend here (the inductor backend
 compiles a C++ kernel per graph, ~35 s for cnn_tiny on this 2-core machine);
-``benchmarks/gpu_fast_path.py --device cpu`` runs the real inductor.
+``benchmarks/training/gpu_fast_path.py --device cpu`` runs the real inductor.
 """
 from __future__ import annotations
 
@@ -240,7 +240,7 @@ def test_fast_loss_curve_within_the_eager_seed_spread(data, tmp_path):
     seeds 1 and 2 stay within 1.2e-7 of the eager run of their seed.
     Asserted: each fast run inside [min, max] of the eager seeds and closer
     to its own seed's eager run than a tenth of that spread (the GPU
-    counterpart, with ResNet-110, is benchmarks/gpu_fast_path.py's check)."""
+    counterpart, with ResNet-110, is benchmarks/training/gpu_fast_path.py's check)."""
     eager = np.array([[r["loss"] for r in trained(data, tmp_path / f"e{s}", seed=s)[1]]
                       for s in range(1, 5)])
     spread = eager.max(0) - eager.min(0)
@@ -323,7 +323,7 @@ def test_slurm_profile_edit_puts_trainings_on_one_gpu(tmp_path):
 # ---------------------------------------------------------------- the device script's table
 
 def test_gpu_fast_path_report_computes_speedups_and_the_verdict(tmp_path):
-    """The table of benchmarks/gpu_fast_path.py from hand-made rows: speedups
+    """The table of benchmarks/training/gpu_fast_path.py from hand-made rows: speedups
     against the same network's eager row, the fastest variant's projection,
     and a fast run outside the eager seed spread called so."""
     import json

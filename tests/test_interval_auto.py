@@ -1,4 +1,4 @@
-"""benchmarks/interval_auto.py, the reader that derives ``intervals.AUTO`` and
+"""benchmarks/coverage_checks/interval_auto.py, the reader that derives ``intervals.AUTO`` and
 ``MEASURED_MIN_COVERAGE`` from the coverage benchmark's output: a top-up run
 (``--first-sample`` > 0) is pooled with the run it continues, a fresh run
 replaces it."""
@@ -16,7 +16,7 @@ def reader():
 def _run(first: int, cov: float, k: int, width: float) -> str:
     se = (cov * (1 - cov) / k) ** 0.5
     cell = f"{100 * cov:.1f} ({100 * se:.1f}) / {width:.4f}"
-    return (f"command: python benchmarks/interval_coverage.py --samples {k} --n 1000 "
+    return (f"command: python benchmarks/coverage_checks/interval_coverage.py --samples {k} --n 1000 "
             f"--level 0.9 --first-sample {first}\n\n### ece_es15, p = 1\n\n"
             "| method | n | CE 0 | CE 0.1 | min cov | s/interval |\n|---|---|---|---|---|---|\n"
             f"| inverted | 1000 | {cell} | {cell} | {100 * cov:.1f} | 0.01 |\n")

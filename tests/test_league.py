@@ -90,7 +90,7 @@ def test_a_league_run_adds_its_evaluators_to_a_finished_run(tmp_path):
 
 
 def test_the_league_table_ranks_marks_and_covers():
-    """benchmarks/league.py on a frame built to order: 'good' estimates the CE
+    """benchmarks/truth/league.py on a frame built to order: 'good' estimates the CE
     exactly, 'bad' misses by 0.02, 'peer' by 0.01 and carries an interval that
     covers in 3 of 4 calibrators; independent (model, task, seed) clusters."""
     from conftest import load_benchmark

@@ -2,7 +2,7 @@
 fitontest.core.predictions.read alone, the same way at every entry point --
 the API, the CLI and the workflow's logit source -- whatever its storage.
 
-The corpus of benchmarks/prediction_corpus.py (files as people export them)
+The corpus of benchmarks/inputs/prediction_corpus.py (files as people export them)
 runs through the three entry points here, small; its measured file is
 benchmarks/measured/prediction_corpus.md.
 """

@@ -14,7 +14,7 @@ public names stay plain re-exports of real modules (no lazy module
 attributes, no import hooks).
 
 ``fitontest evaluate`` then needs scikit-learn, which sets its floor:
-``benchmarks/startup.py`` measures both.
+``benchmarks/speed/startup.py`` measures both.
 """
 from __future__ import annotations
 

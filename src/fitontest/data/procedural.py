@@ -68,7 +68,7 @@ order, identically. Pixel noise is a window of a fixed noise bank (generated
 once from ``default_rng([seed, 1])``) at an offset drawn with the latents.
 Rendering is vectorised over images (separable gratings and shape distance
 fields from 32-vectors; no per-image Python loop); 10^6 images take well
-under a minute on one core (``benchmarks/procedural_speed.py``).
+under a minute on one core (``benchmarks/speed/procedural_speed.py``).
 """
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ Methods (``method=``; alpha = 1 - level):
   one-vs-rest score laws, which no rule on the data told apart.
 - ``"auto"`` (default): :data:`AUTO`, ``monotone`` (its ``reason`` says why).
 
-``valid`` comes from the measured domain that benchmarks/band_coverage.py
+``valid`` comes from the measured domain that benchmarks/coverage_checks/band_coverage.py
 wrote (:func:`fitontest.inference.domains.measured` ``("bands")``; the levels, n
 and settings measured on the figures' default grid): None outside it ("coverage
 not measured here"), False where the method's worst measured cell at that level

@@ -11,7 +11,7 @@ measured file.
 A data file::
 
     {"measured_file": "benchmarks/measured/band_coverage.md",
-     "written_by": "python benchmarks/band_coverage.py --write-domain",
+     "written_by": "python benchmarks/coverage_checks/band_coverage.py --write-domain",
      "quantity": "coverage",            # or "size": the rate a test rejects a true null
      "methods": {KEY: {"domain": {"level": [0.8, 0.9, 0.95],
                                   "n": {"min": 50, "max": 20000},

@@ -38,7 +38,7 @@ Methods (``method=``; alpha = 1 - level, theta_hat the used estimate):
 - ``"auto"`` (default): per (family, p) the method of :data:`AUTO` (chosen
   from the coverage benchmark), ``"inverted"`` for unlisted families.
 
-``valid``: read from the measured domain that benchmarks/interval_auto.py
+``valid``: read from the measured domain that benchmarks/coverage_checks/interval_auto.py
 writes from benchmarks/measured/interval_coverage*.md
 (``fitontest/inference/measured/intervals.json``, :mod:`fitontest.inference.domains`):
 None -- "coverage not measured here", said in ``validity_note`` -- where the
@@ -73,7 +73,7 @@ from .worlds import WORLD_T, largest_ce, reference_gap, world_replicates, world_
 
 METHODS = ("auto", "inverted", "sun", "basic", "percentile")
 
-# "auto": (family, p) -> method, derived by benchmarks/interval_auto.py from
+# "auto": (family, p) -> method, derived by benchmarks/coverage_checks/interval_auto.py from
 # benchmarks/measured/interval_coverage.md (about 400 samples per cell) and
 # interval_coverage_study.md: the narrowest of inverted and sun with no cell more than
 # one MC SE below 87 % at level 0.9 (sun at p = 1 only where its p = 2 interval

@@ -42,7 +42,7 @@ from fitontest.study.schema import SCORE_COLUMNS, SCORE_DESIGN
 #: of the fixed effects. Chosen so that the earlier procedure comes close to what
 #: the default run showed (issue 23: an A/A false-positive rate of 32-43 % at
 #: nominal 5 %, t-intervals over (model, task, calibrator, seed) units covering
-#: about 89 %); benchmarks/aa_verdicts.py measures 46 % and 91 % here.
+#: about 89 %); benchmarks/verdicts/aa_verdicts.py measures 46 % and 91 % here.
 DEFAULT_RANDOM = {"seed": 0.02, "seed_arch": 0.04, "seed_task": 0.05, "seed_calibrator": 0.035,
                   "size": 0.15, "evaluator": 0.05, "seed_evaluator": 0.0}
 #: A world where the units of a seed move together more strongly.

@@ -21,7 +21,7 @@ So no two draws of a network share a fitting or a measuring point, and the
 draws of different networks are independent draws (overlapping by chance,
 as the test subsets of §6.2). The study's own calibrators (draw 0) are not
 among them: every network's were fitted on the same validation images, so
-their rows move together. Measured on the layout (benchmarks/draws_design.py,
+their rows move together. Measured on the layout (benchmarks/verdicts/draws_design.py,
 benchmarks/measured/draws_design.md, docs/methods/06-truth-and-scores.md §6.5): draws that shared
 their fitting points across networks (draw 0 among them) and their measuring
 points within a network made Table 2's per-task A/A test reject 16.7-17.9 %
