@@ -41,13 +41,14 @@ def test_smallest_k_is_the_first_with_enough_power():
 
 
 def test_knob_turns_a_factor_into_seeds_draws_and_cpu():
-    rows = pd.DataFrame({"seed": [0, 1, 2] * 2, "draw": [0, 1, 2, 3, 0, 1]})
+    rows = pd.DataFrame({"seed": [0, 1, 2] * 2, "draw": [1, 2, 3, 4, 1, 2]})
     k = P.knob("scores", ("arch", "task", "seed"), rows, 2.5, {"evaluate": 300.0})
     assert (k["knob"], k["now"], k["new"]) == ("evaluation.seeds", 3, 8)
     assert k["cpu_s"] == pytest.approx(300.0 / 3 * 5)
     k = P.knob("calibrators", ("arch", "draw"), rows, 2.0, {"calibrator_draws": 30.0})
-    assert (k["knob"], k["now"], k["new"]) == ("calibrators.draws", 3, 7)
-    assert k["cpu_s"] == pytest.approx(30.0 / 3 * 4)
+    # every draw is a cluster (draws 1..4; config calibrators.draws 4 -> 8)
+    assert (k["knob"], k["now"], k["new"]) == ("calibrators.draws", 4, 8)
+    assert k["cpu_s"] == pytest.approx(30.0 / 4 * 4)
     assert P.knob("scores", ("arch",), rows, 2.0)["knob"] == ""
 
 

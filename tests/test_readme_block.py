@@ -52,3 +52,20 @@ def test_the_readme_has_one_block_and_bad_markers_are_an_error():
     assert text.count(readme.BEGIN) == 1 and text.count(readme.END) == 1
     with pytest.raises(ValueError, match="expected one"):
         readme.replace_block("no markers", "x")
+
+
+def test_the_snapshot_holds_every_number_the_block_quotes(tmp_path):
+    """With --snapshot the block cites a file holding each of its numbers, as
+    tests/test_docs_ledger.py requires of the README."""
+    from test_docs_ledger import NUMBER, prose
+
+    synthetic_run(tmp_path)
+    doc, snap = tmp_path / "README.md", tmp_path / "default_run.md"
+    doc.write_text(f"{readme.BEGIN}\n{readme.END}\n")
+    assert readme.main([str(tmp_path), "--readme", str(doc), "--snapshot", str(snap)]) == 0
+    block, held = doc.read_text(), snap.read_text()
+    assert f"(the run's numbers: {snap})" in block
+    quoted = NUMBER.findall(prose(block))
+    assert quoted and all(n in held for n in quoted), [n for n in quoted if n not in held]
+    # a number edited away from the run is not in the snapshot
+    assert "987.6" not in held

@@ -240,9 +240,6 @@ def knob(frame: str, clusters: Sequence[str], rows: pd.DataFrame, factor: float,
     new = int(math.ceil(replicates * factor - 1e-9))
     costs = costs or {}
     per = costs.get(rule, np.nan) / replicates
-    if key == "draw":       # draw 0 is the main fit; the rule refits draws 1..
-        replicates, new = replicates - 1, new - 1
-        # one draw refits every calibrator, as the main fits do
-        per = (costs.get(rule, np.nan) / replicates if replicates else
-               costs.get("calibrate_binary", np.nan) + costs.get("calibrate_multiclass", np.nan))
+    # draws: every cluster is a draw of the rule (draws 1..N; the study's own
+    # fits, draw 0, are not among them: docs/methods/06-truth-and-scores.md §6.4)
     return {"knob": name, "now": replicates, "new": new, "cpu_s": float(per * (new - replicates))}

@@ -8,6 +8,11 @@ it is typed::
 
     python -m fitontest.report.readme results/default            # rewrite README.md
     python -m fitontest.report.readme results/default --print    # print the block
+
+``--snapshot benchmarks/measured/default_run.md`` also keeps the run's own
+numbers in a committed file (Table 3's "all" row, ``findings.md``), which the
+block cites, so every number in it is in a file the docs test reads
+(tests/test_docs_ledger.py).
 """
 from __future__ import annotations
 
@@ -47,9 +52,12 @@ def table3_words(ci: pd.DataFrame) -> str:
             f"not distinguishable from the best (CMEE ×1000, mean ± 95 % half-width).")
 
 
-def render(findings: pd.DataFrame, table3: pd.DataFrame | None = None, run: str = "") -> str:
-    """The block (without the markers): headline, Table 3's "all" row, claims table."""
-    lines = [f"{run + ': ' if run else ''}{headline(findings)}."]
+def render(findings: pd.DataFrame, table3: pd.DataFrame | None = None, run: str = "",
+           cite: str = "") -> str:
+    """The block (without the markers): headline, Table 3's "all" row, claims table;
+    ``cite``: the snapshot file that holds the run's numbers."""
+    lines = [f"{run + ': ' if run else ''}{headline(findings)}"
+             + (f" (the run's numbers: {cite})" if cite else "") + "."]
     if table3 is not None:
         words = table3_words(table3)
         if words:
@@ -65,12 +73,37 @@ def render(findings: pd.DataFrame, table3: pd.DataFrame | None = None, run: str 
     return "\n".join(lines) + "\n"
 
 
-def from_results(results: str | Path, run: str = "") -> str:
+def from_results(results: str | Path, run: str = "", cite: str = "") -> str:
     """:func:`render` on the files of ``results`` (``results/<exp>``)."""
     results = Path(results)
     findings = pd.read_csv(results / "findings.csv", keep_default_na=False)
     t3 = results / TABLE3
-    return render(findings, pd.read_csv(t3) if t3.is_file() else None, run)
+    return render(findings, pd.read_csv(t3) if t3.is_file() else None, run, cite)
+
+
+def snapshot(results: str | Path, run: str = "") -> str:
+    """The run's numbers the block quotes, as a measured file: Table 3's "all"
+    row (mean and 95 % half-width as the block prints them, and unrounded) and
+    the run's ``findings.md`` verbatim."""
+    results = Path(results)
+    lines = [f"# What the default shows: the run behind README's block", "",
+             f"Written by `python -m fitontest.report.readme {results} --snapshot FILE`"
+             + (f"; run: {run}" if run else "") + ".", ""]
+    t3 = results / TABLE3
+    if t3.is_file():
+        row = pd.read_csv(t3)
+        row = row[row["group"] == ALL_ROW].dropna(subset=["mean"]).sort_values("mean")
+        lines += [f"## Table 3, row \"{ALL_ROW}\" (CMEE ×1000; `{TABLE3}`)", "",
+                  "| column | mean | ± half-width | mean (unrounded) | lo | hi | clusters "
+                  "| not significantly worse |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        lines += [f"| {r.column} | {r.mean:.1f} | {(r.ci_hi - r.ci_lo) / 2:.1f} | {r.mean!r} | "
+                  f"{r.ci_lo!r} | {r.ci_hi!r} | {int(r.n_units)} | {bool(r.not_worse)} |"
+                  for r in row.itertuples()]
+        lines.append("")
+    findings = results / "findings.md"
+    if findings.is_file():
+        lines += ["## findings.md", "", findings.read_text(encoding="utf-8").strip(), ""]
+    return "\n".join(lines)
 
 
 def replace_block(text: str, block: str) -> str:
@@ -89,11 +122,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--readme", default="README.md", help="the file whose block to rewrite")
     ap.add_argument("--run", default="", help="words naming the run (date, clusters)")
     ap.add_argument("--print", action="store_true", help="print the block, write nothing")
+    ap.add_argument("--snapshot", default="", help="also write the run's numbers to this "
+                    "file (e.g. benchmarks/measured/default_run.md), which the block cites")
     args = ap.parse_args(argv)
-    block = from_results(args.results, args.run)
+    block = from_results(args.results, args.run, args.snapshot)
     if args.print:
         print(block, end="")
         return 0
+    if args.snapshot:
+        write_text(Path(args.snapshot), snapshot(args.results, args.run))
     path = Path(args.readme)
     write_text(path, replace_block(path.read_text(encoding="utf-8"), block))
     print(f"rewrote the block of {path} from {args.results}")
