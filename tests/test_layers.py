@@ -270,3 +270,12 @@ def test_public_modules_are_real_modules_in_a_fresh_interpreter():
         "print('ok')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_no_module_is_over_500_lines():
+    """Short modules named for what they hold (issue 51): a module past 500 lines
+    is two topics."""
+    src = Path(__file__).resolve().parents[1] / "src"
+    long = {str(p.relative_to(src)): n for p in src.rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 500}
+    assert not long, f"modules over 500 lines: {long}"
