@@ -35,7 +35,7 @@ def _cell(r) -> str:
     return f"`{r.column}` ({r.mean:.1f} ± {half:.1f})"
 
 
-def table3_words(ci: pd.DataFrame) -> str:
+def table3_words(ci: pd.DataFrame, cite: str = "") -> str:
     """Table 3's "all" row in words: the columns marked significantly worse
     (the three worst named) and the set not distinguishable from the best."""
     row = ci[ci["group"] == ALL_ROW].dropna(subset=["mean"]).sort_values("mean")
@@ -49,7 +49,8 @@ def table3_words(ci: pd.DataFrame) -> str:
             f"{len(row)} evaluators significantly worse than another"
             + (f" — {named} the worst" if named else "")
             + f" — and leaves {', '.join(_cell(r) for r in keep.itertuples())} as the set "
-            f"not distinguishable from the best (CMEE ×1000, mean ± 95 % half-width).")
+            f"not distinguishable from the best (CMEE ×1000, mean ± 95 % half-width"
+            + (f"; {cite}" if cite else "") + ").")
 
 
 def render(findings: pd.DataFrame, table3: pd.DataFrame | None = None, run: str = "",
@@ -59,7 +60,7 @@ def render(findings: pd.DataFrame, table3: pd.DataFrame | None = None, run: str 
     lines = [f"{run + ': ' if run else ''}{headline(findings)}"
              + (f" (the run's numbers: {cite})" if cite else "") + "."]
     if table3 is not None:
-        words = table3_words(table3)
+        words = table3_words(table3, cite)
         if words:
             lines += ["", words]
     lines += ["", "| id | the paper says | verdict | margin | point order | what it would take |",
