@@ -84,7 +84,8 @@ def main(argv=None) -> int:
     print()
     print(f"{'truth estimator':<18}{'on 1M s':>9}{'cpu s':>8}{'target':>8}  ok")
     for name in truth.names():
-        _, wall, cpu = _timed(lambda: truth.estimate(name, s_big, y_big))
+        # the known P(y = 1 | x) of these points is the true map s ** 1.5 (`posterior`)
+        _, wall, cpu = _timed(lambda: truth.estimate(name, s_big, y_big, s_big ** 1.5))
         ok = wall < 5.0
         failures += not ok
         print(f"{name:<18}{wall:>9.3f}{cpu:>8.2f}{5.0:>8.1f}  {'yes' if ok else 'NO'}")
