@@ -91,7 +91,9 @@ def _posterior_subsets(name, task_sets, ns, seeds):
                 yield f"{name} {task} n={n} seed={seed}", s[pos], y[pos], c[pos]
 
 
-def tabular_subsets(ns, seeds):
+def _tabular_probs():
+    """(hold-out probabilities, exact event posterior) of a logistic regression
+    on the tabular source: the tabular sources' model."""
     from sklearn.linear_model import LogisticRegression
 
     from fitontest.data.tabular import TabularGenerator
@@ -100,7 +102,11 @@ def tabular_subsets(ns, seeds):
     X, y = gen.sample(20_000, np.random.default_rng(1))
     clf = LogisticRegression(max_iter=500).fit(X, y)
     Xh, _ = gen.sample(HOLDOUT, np.random.default_rng(2))
-    probs, post = clf.predict_proba(Xh), gen.posterior(Xh)
+    return clf.predict_proba(Xh), gen.posterior(Xh)
+
+
+def tabular_subsets(ns, seeds):
+    probs, post = _tabular_probs()
     top = probs.argmax(axis=1)
     sets = {"confidence": (probs.max(axis=1), post[np.arange(HOLDOUT), top]),
             "class0": (probs[:, 0], post[:, 0])}
@@ -121,19 +127,22 @@ def procedural_subsets(ns, seeds):
 
 
 def _tabular_model():
-    """(hold-out confidence scores, their exact event posterior, generator, model) of
-    the logistic regression on the tabular source (as ``tabular_subsets``)."""
-    from sklearn.linear_model import LogisticRegression
-
-    from fitontest.data.tabular import TabularGenerator
-
-    gen = TabularGenerator()
-    X, y = gen.sample(20_000, np.random.default_rng(1))
-    clf = LogisticRegression(max_iter=500).fit(X, y)
-    Xh, _ = gen.sample(HOLDOUT, np.random.default_rng(2))
-    probs, post = clf.predict_proba(Xh), gen.posterior(Xh)
+    """(hold-out confidence scores, their exact event posterior) of the logistic
+    regression on the tabular source (as ``tabular_subsets``)."""
+    probs, post = _tabular_probs()
     top = probs.argmax(axis=1)
     return probs.max(axis=1), post[np.arange(HOLDOUT), top]
+
+
+def _labelled_subsets(name, s, rate, c, ns, seeds, salt):
+    """Subsets of n hold-out points per seed: scores ``s``, labels ~ Bernoulli(``rate``),
+    true map ``c`` (each source its own ``salt``)."""
+    for n in ns:
+        for seed in seeds:
+            rng = np.random.default_rng([salt, n, seed])
+            pos = rng.choice(s.size, n, replace=False)
+            y = (rng.random(n) < rate[pos]).astype(int)
+            yield f"{name} n={n} seed={seed}", s[pos], y, c[pos]
 
 
 def steps_subsets(ns, seeds):
@@ -146,12 +155,7 @@ def steps_subsets(ns, seeds):
     s, q = _tabular_model()
     fit = np.random.default_rng(13).choice(s.size, 1000, replace=False)
     c = IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip").fit(s[fit], q[fit]).predict(s)
-    for n in ns:
-        for seed in seeds:
-            rng = np.random.default_rng([17, n, seed])
-            pos = rng.choice(s.size, n, replace=False)
-            y = (rng.random(n) < c[pos]).astype(int)
-            yield f"steps n={n} seed={seed}", s[pos], y, c[pos]
+    yield from _labelled_subsets("steps", s, c, c, ns, seeds, salt=17)
 
 
 def binned_subsets(ns, seeds):
@@ -172,12 +176,7 @@ def binned_subsets(ns, seeds):
                                                                           minlength=15)
     sb = means[bin_of]
     c = (np.bincount(bin_of, weights=q, minlength=15) / np.bincount(bin_of, minlength=15))[bin_of]
-    for n in ns:
-        for seed in seeds:
-            rng = np.random.default_rng([23, n, seed])
-            pos = rng.choice(s.size, n, replace=False)
-            y = (rng.random(n) < q[pos]).astype(int)
-            yield f"binned n={n} seed={seed}", sb[pos], y, c[pos]
+    yield from _labelled_subsets("binned", sb, q, c, ns, seeds, salt=23)
 
 
 MAKERS = {"synthetic": synthetic_subsets, "tabular": tabular_subsets,
