@@ -235,3 +235,27 @@ def test_the_fallback_when_the_worlds_cannot_tell():
     d = 1e-4 + 0.01 * np.where(np.arange(40) // 4 % 2 == 0, 1.0, -1.0)
     fb, why = fallback_test(default - d, default, gens)
     assert fb and "not significantly" in why
+
+
+def test_evaluate_auto_says_when_the_data_look_calibrated():
+    """A calibrated model (labels drawn from its own probabilities) is a world the
+    chooser never holds (benchmarks/measured/choose_calibrated.md): where the
+    test of calibration does not reject, the note gives ece_es_cv's estimate;
+    where it rejects, the note is the chooser's reason alone."""
+    rng = np.random.default_rng(0)          # a sample where the chooser does not fall back
+    logits = rng.normal(size=(2000, 10)) * 2.0
+    logits[np.arange(2000), rng.integers(0, 10, 2000)] += 4.0
+    probs = np.exp(logits - logits.max(1, keepdims=True))
+    probs /= probs.sum(1, keepdims=True)
+    labels = np.minimum((rng.random(2000)[:, None] > np.cumsum(probs, 1)).sum(1), 9)
+    res = fitontest.evaluate(probs, labels, evaluator="auto")
+    ch = choose_evaluator(probs, labels, interval=None, progress=False)
+    assert res.pvalue > 0.05 and res.note.startswith(ch.reason())
+    assert not ch.fallback
+    assert (f"ece_es_cv's estimate {ch.fallback_estimate:.6f} (what not choosing prints) "
+            "beside it") in res.note
+    # a clearly over-confident model: the test rejects, no such advice
+    sharp = np.exp(3 * np.log(probs))
+    sharp /= sharp.sum(1, keepdims=True)
+    off = fitontest.evaluate(sharp, labels, evaluator="auto")
+    assert off.pvalue <= 0.05 and "beside it" not in off.note
