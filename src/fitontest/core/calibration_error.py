@@ -10,7 +10,8 @@ import numpy as np
 from fitontest.core.validation import check_scores
 
 
-def _check_p(p: int) -> int:
+def check_p(p: int) -> int:
+    """``p`` if it is 1 or 2 (the L^p of a CE), else a ValueError naming it."""
     if p not in (1, 2):
         raise ValueError(f"p must be 1 or 2, got {p!r}")
     return p
@@ -32,7 +33,7 @@ def _pair(a, b, name_a: str, name_b: str, *, bounded_b: bool = True):
 
 def _mean_pow(d: np.ndarray, p: int) -> float:
     d = np.abs(d)
-    return float(np.mean(d if _check_p(p) == 1 else d * d))
+    return float(np.mean(d if check_p(p) == 1 else d * d))
 
 
 def true_ce(scores, c_true, p: int = 1) -> float:
@@ -137,7 +138,7 @@ def debiased_bin_terms(counts, mean_scores, mean_labels, p: int = 1) -> np.ndarr
       R ~ Normal(ybar_b, ybar_b (1 - ybar_b) / n_b) (closed-form folded-normal
       mean, :func:`folded_normal_mean`).
     """
-    _check_p(p)
+    check_p(p)
     n = np.asarray(counts, dtype=np.float64)
     full = n > 0
     sb = np.where(full, np.asarray(mean_scores, dtype=np.float64), 0.0)

@@ -27,6 +27,8 @@ from typing import Any, Mapping
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from fitontest.core.calibration_error import check_p
+
 from . import CalibrationFamily, register
 
 
@@ -116,9 +118,7 @@ class CrossFitted(CalibrationFamily):
 
     def _estimate(self, scores, p, which: int) -> float:
         self._fitting_sample(scores)
-        if p not in (1, 2):
-            raise ValueError(f"p must be 1 or 2, got {p!r}")
-        return self.estimates_[int(p)][which]
+        return self.estimates_[check_p(p)][which]
 
     def ce_estimate(self, scores, p: int = 1) -> float:
         """Plug-in of the out-of-fold values on the fitting sample."""

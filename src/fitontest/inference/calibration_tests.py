@@ -34,7 +34,7 @@ from scipy.special import ndtr
 from sklearn.base import clone
 
 from .. import families
-from ..core.calibration_error import debiased_bin_terms
+from ..core.calibration_error import check_p, debiased_bin_terms
 from ..core.validation import check_labels, check_scores
 from ..families.base import estimates, used_estimates
 from ..families.binning import BinningFamily
@@ -349,8 +349,7 @@ def _check(method, alternative, n_resamples, p, combine):
             isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer))
             or n_resamples < 1):
         raise ValueError(f"n_resamples must be an integer >= 1, got {n_resamples!r}")
-    if p not in (1, 2):
-        raise ValueError(f"p must be 1 or 2, got {p!r}")
+    check_p(p)
     if combine not in COMBINES:
         raise ValueError(f"combine must be one of {COMBINES}, got {combine!r}")
 

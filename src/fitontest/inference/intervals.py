@@ -66,6 +66,7 @@ from sklearn.base import clone
 
 from .. import families
 from ..families.base import estimates, resample_chunks, used_estimates
+from fitontest.core.calibration_error import check_p
 from fitontest.core.validation import check_binary
 # the worlds of "inverted" (reference map, scaled gaps, label redraws) are one
 # module with the evaluator chooser's (docs/methods/14-chooser.md §14)
@@ -135,8 +136,7 @@ def _check_settings(level, n_boot, method, p) -> None:
         raise ValueError(f"n_boot must be an integer >= 1, got {n_boot!r}")
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if p not in (1, 2):
-        raise ValueError(f"p must be 1 or 2, got {p!r}")
+    check_p(p)
 
 
 def _family(estimator_or_name, params: Mapping[str, Any] | None = None):

@@ -11,6 +11,7 @@ from typing import Iterator
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from fitontest.core.calibration_error import check_p
 from fitontest.core.extras import MissingExtraError
 from fitontest.families.base import CalibrationFamily, MissingCapability, OwnInterval
 
@@ -46,12 +47,6 @@ def global_numpy_seed(seed) -> Iterator[None]:
         yield
     finally:
         np.random.set_state(saved)
-
-
-def check_p(p) -> int:
-    if p not in (1, 2):
-        raise ValueError(f"p must be 1 or 2, got {p!r}")
-    return int(p)
 
 
 class PeerEstimate(CalibrationFamily):

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from fitontest.core.calibration_error import check_p
 from fitontest.families import register
-from .base import PeerEstimate, check_p, global_numpy_seed, package_interval
+from .base import PeerEstimate, global_numpy_seed, package_interval
 
 #: relplot's level of its CE interval (``prepare_rel_diagram``'s 95 % bootstrap)
 RELPLOT_LEVEL = 0.95

@@ -19,7 +19,7 @@ scores of a binning or isotonic calibrator), as the package decides.
   one point (possible with one bin per distinct score): NaN then, and the
   tables use the plug-in ``ce_est`` (``debias=False``).
 
-Own interval (``interval(...)``, whatever the configured ``method``, which
+Own interval (``own_interval``, used whatever the configured ``method``, which
 names our bootstrap's methods): the package's
 ``get_calibration_error_uncertainties`` -- a basic bootstrap of the plug-in
 binned CE, 1 - alpha at ``alpha`` given in percent (its ``bootstrap_uncertainty``
@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from fitontest.core.calibration_error import check_p
 from fitontest.families import register
-from .base import PeerEstimate, check_p, global_numpy_seed, package_interval
+from .base import PeerEstimate, global_numpy_seed, package_interval
 
 
 @register("ucal_debiased")
