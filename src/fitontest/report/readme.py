@@ -74,26 +74,24 @@ def render(findings: pd.DataFrame, table3: pd.DataFrame | None = None, run: str 
     return "\n".join(lines) + "\n"
 
 
-def from_results(results: str | Path, run: str = "", cite: str = "") -> str:
-    """:func:`render` on the files of ``results`` (``results/<exp>``)."""
+def load(results: str | Path) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """The run's ``findings.csv`` and Table 3's interval file (None if absent)."""
     results = Path(results)
-    findings = pd.read_csv(results / "findings.csv", keep_default_na=False)
     t3 = results / TABLE3
-    return render(findings, pd.read_csv(t3) if t3.is_file() else None, run, cite)
+    return (pd.read_csv(results / "findings.csv", keep_default_na=False),
+            pd.read_csv(t3) if t3.is_file() else None)
 
 
-def snapshot(results: str | Path, run: str = "") -> str:
+def snapshot(results: str | Path, table3: pd.DataFrame | None, run: str = "") -> str:
     """The run's numbers the block quotes, as a measured file: Table 3's "all"
-    row (mean and 95 % half-width as the block prints them, and unrounded) and
-    the run's ``findings.md`` verbatim."""
+    row (``table3``, mean and 95 % half-width as the block prints them, and
+    unrounded) and the run's ``findings.md`` verbatim."""
     results = Path(results)
     lines = [f"# What the default shows: the run behind README's block", "",
              f"Written by `python -m fitontest.report.readme {results} --snapshot FILE`"
              + (f"; run: {run}" if run else "") + ".", ""]
-    t3 = results / TABLE3
-    if t3.is_file():
-        row = pd.read_csv(t3)
-        row = row[row["group"] == ALL_ROW].dropna(subset=["mean"]).sort_values("mean")
+    if table3 is not None:
+        row = table3[table3["group"] == ALL_ROW].dropna(subset=["mean"]).sort_values("mean")
         lines += [f"## Table 3, row \"{ALL_ROW}\" (CMEE ×1000; `{TABLE3}`)", "",
                   "| column | mean | ± half-width | mean (unrounded) | lo | hi | clusters "
                   "| not significantly worse |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -126,12 +124,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--snapshot", default="", help="also write the run's numbers to this "
                     "file (e.g. benchmarks/measured/default_run.md), which the block cites")
     args = ap.parse_args(argv)
-    block = from_results(args.results, args.run, args.snapshot)
+    findings, table3 = load(args.results)
+    block = render(findings, table3, args.run, args.snapshot)
     if args.print:
         print(block, end="")
         return 0
     if args.snapshot:
-        write_text(Path(args.snapshot), snapshot(args.results, args.run))
+        write_text(Path(args.snapshot), snapshot(args.results, table3, args.run))
     path = Path(args.readme)
     write_text(path, replace_block(path.read_text(encoding="utf-8"), block))
     print(f"rewrote the block of {path} from {args.results}")
