@@ -236,10 +236,9 @@ def knob(frame: str, clusters: Sequence[str], rows: pd.DataFrame, factor: float,
     if key is None or not np.isfinite(factor):
         return {"knob": "", "now": np.nan, "new": np.nan, "cpu_s": np.nan}
     name, rule = KNOBS[key][frame]
+    # one cluster per value of the knob: a seed, or a draw of the rule (draws 1..N;
+    # the study's own fits, draw 0, are not among them: docs/methods/06-truth-and-scores.md §6.4)
     replicates = int(rows[key].nunique())
     new = int(math.ceil(replicates * factor - 1e-9))
-    costs = costs or {}
-    per = costs.get(rule, np.nan) / replicates
-    # draws: every cluster is a draw of the rule (draws 1..N; the study's own
-    # fits, draw 0, are not among them: docs/methods/06-truth-and-scores.md §6.4)
+    per = (costs or {}).get(rule, np.nan) / replicates
     return {"knob": name, "now": replicates, "new": new, "cpu_s": float(per * (new - replicates))}
