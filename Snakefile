@@ -1,9 +1,17 @@
 # fitontest: the pseudo-real calibration study of Kängsepp, Valk & Kull as one DAG.
 #   snakemake --cores 2                              # embedded default (laptop)
 #   snakemake --cores 8 --configfile config/paper.yaml --config cifar5m_dir=/data/cifar5m
+import warnings
+
 from snakemake.utils import min_version, validate
 
-from fitontest.study.config import coerce_cli_types
+# Importing fitontest sets the CPU pins in this process's environment, which
+# every job inherits from its start (fitontest/core/pins.py). Snakemake has
+# loaded numpy already: the warning that says so concerns the controller
+# alone, which computes nothing.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", RuntimeWarning)
+    from fitontest.study.config import coerce_cli_types
 from fitontest.study.jobstats import record_controller
 
 min_version("8.0")

@@ -3,6 +3,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import fitontest  # noqa: F401  first: its import pins the CPU code before numpy loads (core/pins.py)
+
 import numpy as np
 import pytest
 import yaml

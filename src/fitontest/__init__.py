@@ -21,6 +21,11 @@ modules at the top (``families``, ``multiclass``, ``metrics``, ``intervals``,
 """
 __version__ = "0.1.0"
 
+# first: the numerical libraries read their CPU pins when they load (core/pins.py)
+from .core import pins as _pins
+
+_pins.apply()
+
 from .api import EvaluationResult, evaluate
 from .calibrated_classifier import CalibratedClassifier
 from .choose import EvaluatorChoice, choose_evaluator

@@ -1,20 +1,16 @@
 """The ``fitontest`` command (README, "Evaluate your own predictions").
 
-- ``fitontest evaluate PRED``: CE estimates and calibration-test p-values of a
-  model's K-class predictions (:func:`fitontest.evaluate`), as a table or JSON;
-  ``--plot`` draws the smooth reliability diagram;
-- ``fitontest choose PRED``: which evaluator to trust on these predictions
-  (:func:`fitontest.choose_evaluator`); ``evaluate --evaluator auto`` uses it;
-- ``fitontest families``: every registered family and multi-class calibrator;
-- ``fitontest bench NAME_OR_MODULE[:CLASS]``: scores one evaluator on the
-  synthetic and the pseudo-real study through the Snakemake workflow (reusing
-  every finished result) and ranks it among the others;
-- ``fitontest jobs RESULTS``: the run's jobs, CPU and wall time, peak memory.
+- ``evaluate PRED``: CE estimates and calibration-test p-values of a model's
+  K-class predictions (:func:`fitontest.evaluate`); ``--plot`` draws the smooth
+  reliability diagram; ``choose PRED``: which evaluator to trust on them;
+- ``families``: every registered family and multi-class calibrator;
+- ``bench NAME_OR_MODULE[:CLASS]``: one evaluator scored on the synthetic and
+  pseudo-real studies through the workflow, ranked among the others;
+- ``jobs RESULTS``: a run's jobs, CPU, wall and memory; ``pins``: the CPU pins.
 
-The command line (every option and help text) is :mod:`fitontest_cli.parser`,
-standard library only, so that the console script (:func:`fitontest_cli.main`)
-answers ``--help`` and usage errors before this module, and with it
-scikit-learn, is imported; :func:`run` runs a parsed command.
+The command line is :mod:`fitontest_cli.parser` (standard library only: the
+console script answers ``--help`` and usage errors before scikit-learn is
+imported); :func:`run` runs a parsed command.
 """
 from __future__ import annotations
 
@@ -30,8 +26,7 @@ from fitontest_cli.parser import build_parser, parse_args  # noqa: F401  (re-exp
 
 from .core.prediction_files import read_predictions
 
-# matplotlib, the workflow's modules (and pandas, where scikit-learn has not
-# loaded it already) are imported by the commands that use them.
+# matplotlib, pandas and the workflow's modules: imported by the commands that use them
 
 
 # ------------------------------------------------------------------ evaluate
@@ -459,16 +454,22 @@ def cmd_bench(args) -> int:
     return 0
 
 
-# ---------------------------------------------------------------------- jobs
+# ---------------------------------------------------------------- jobs, pins
 def cmd_jobs(args) -> int:
     from .study import jobstats
 
     return jobstats.main([args.results_dir, *(["--scale", *args.scale] if args.scale else [])])
 
 
+def cmd_pins(args) -> int:
+    from .core import pins
+
+    return pins.main(env=args.env)
+
+
 # ---------------------------------------------------------------------- main
 COMMANDS = {"evaluate": cmd_evaluate, "choose": cmd_choose, "families": cmd_families,
-            "bench": cmd_bench, "jobs": cmd_jobs}
+            "bench": cmd_bench, "jobs": cmd_jobs, "pins": cmd_pins}
 
 
 def run(args) -> int:
@@ -490,9 +491,8 @@ def run(args) -> int:
 
 
 def main(argv=None) -> int:
-    """``fitontest`` in this process (``argv`` default ``sys.argv[1:]``); the
-    console script is :func:`fitontest_cli.main`, which parses the same command
-    line before it imports the library."""
+    """``fitontest`` in this process; the console script
+    :func:`fitontest_cli.main` parses first, then imports the library."""
     return run(parse_args(argv))
 
 

@@ -166,6 +166,10 @@ def build_parser() -> argparse.ArgumentParser:
     jo.add_argument("--scale", nargs=2, metavar=("RUN_CONFIG", "TARGET_CONFIG"),
                     help="predict the CPU time of TARGET_CONFIG's grid from this run of "
                          "RUN_CONFIG (equal data sizes: a rehearsal; config/README.md)")
+    pi = sub.add_parser("pins", help="the CPU pins that give the same bytes on any x86-64 "
+                        "CPU, what took in this process, the host and the library versions")
+    pi.add_argument("--env", action="store_true", help="print them as `export NAME=value` "
+                    "lines, to set before Python starts (docs/reproducibility.md)")
     return parser
 
 

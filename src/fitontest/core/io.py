@@ -81,6 +81,10 @@ def script_logger(log_path: str | os.PathLike | None, name: str = "fitontest") -
         h.setFormatter(fmt)
         logger.addHandler(h)
     logging.captureWarnings(True)
+    # which CPU code made this job's numbers (fitontest/core/pins.py)
+    from . import pins
+
+    logger.info("%s", pins.summary())
 
     def log_uncaught(kind, value, tb):
         # the rule's log file is where Snakemake's error message points users

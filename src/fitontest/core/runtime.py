@@ -38,18 +38,25 @@ def _check_count(n, name: str = "n_threads") -> int:
 
 # ------------------------------------------------------------------ threads
 def limit_threads(n: int) -> None:
-    """Run this job's numerical code on ``n`` threads (Snakemake's ``threads``).
+    """Run this job's numerical code on ``n`` threads (Snakemake's ``threads``),
+    BLAS on one whatever ``n``.
 
-    Environment variables reach libraries loaded later (torch reads
-    OMP_NUM_THREADS when first imported); threadpoolctl limits the BLAS that
-    numpy has already loaded.
+    BLAS splits a dot product's or a matrix product's sums over its threads,
+    and the split changes their last bits (benchmarks/measured/cpu_pins.md):
+    one BLAS thread gives every job the same bytes under any profile's
+    ``threads``. The threads go to torch and numba, whose kernels here give
+    the same bytes on any count (PL's parallel loops are over independent
+    models; the export's forward passes). Environment variables reach
+    libraries loaded later (torch reads OMP_NUM_THREADS when first imported);
+    threadpoolctl limits the BLAS that numpy has already loaded.
     """
     n = max(1, int(n))
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[var] = str(n)
+    os.environ["OMP_NUM_THREADS"] = str(n)
+    for var in ("MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = "1"
     from threadpoolctl import threadpool_limits
 
-    threadpool_limits(n)
+    threadpool_limits(limits={"blas": 1, "openmp": n})
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(n)
 
