@@ -68,7 +68,8 @@ def test_score_evaluator_interval_columns():
         assert (rows.ce_used == ci.estimate).all()
     platt = df[df.evaluator == "platt"]
     assert platt[["ce_lo", "ce_hi", "ci_level"]].isna().all().all()
-    assert list(tidy(df, SCORE_COLUMNS, arch="a", task="t", calibrator="c").columns) \
+    assert list(tidy(df, SCORE_COLUMNS, arch="a", network="a", task="t",
+                     calibrator="c").columns) \
         == SCORE_COLUMNS
 
 
@@ -120,10 +121,11 @@ def test_calibrator_rows_ceac_and_cmee_by_hand():
 def test_tidy_orders_columns_and_rejects_missing(tmp_path):
     frame = pd.DataFrame([{c: 0.0 for c in SCORE_VALUES} | {"evaluator": "e", "size": 1,
                                                              "seed": 0, "truth": "t"}])
-    out = tidy(frame, SCORE_COLUMNS, arch="a", task="car", calibrator="none")
+    out = tidy(frame, SCORE_COLUMNS, arch="a", network="a", task="car", calibrator="none")
     assert list(out.columns) == SCORE_COLUMNS
     with pytest.raises(ValueError, match="lacks columns"):
-        tidy(frame.drop(columns="cmee"), SCORE_COLUMNS, arch="a", task="t", calibrator="c")
+        tidy(frame.drop(columns="cmee"), SCORE_COLUMNS, arch="a", network="a", task="t",
+             calibrator="c")
 
 
 def test_subsets_roundtrip(tmp_path):

@@ -10,6 +10,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
+from fitontest.study.schema import with_network
 from fitontest.report.figures import maps, output, reliability, shapes, study  # noqa: E402
 from fitontest.families.base import CalibrationFamily  # noqa: E402
 from fitontest.study.schema import SCORE_COLUMNS, SCORE_VALUES  # noqa: E402
@@ -90,7 +91,7 @@ def toy_scores_frame():
         if ev == "kce":
             r["cmee"] = np.nan
         rows.append(r)
-    return pd.DataFrame(rows)[SCORE_COLUMNS]
+    return with_network(pd.DataFrame(rows))[SCORE_COLUMNS]
 
 
 def test_reliability_diagram_styles_render():

@@ -464,7 +464,7 @@ def noisy_scores(effects: dict, noise: float = 0.002, seed: int = 0) -> pd.DataF
 def test_three_outcomes_from_the_policys_tests(effects, want):
     r = run(claim("best", {"method": "pl_ce"}), scores=noisy_scores(effects))
     assert r["status"] == want, r["significance"]
-    assert "27 independent (model, task, seed) clusters" in r["significance"]
+    assert "27 independent (network, task, seed) clusters" in r["significance"]
 
 
 def test_pure_noise_is_rarely_called_either_way():
@@ -521,4 +521,4 @@ def test_findings_cluster_by_the_runs_design():
     r = run(claim("best", {"method": "pl_ce"}), scores=s.assign(subsets="paper"))
     assert "3 independent (seed) clusters" in r["significance"]
     r = run(claim("best", {"method": "pl_ce"}), scores=s)
-    assert "27 independent (model, task, seed) clusters" in r["significance"]
+    assert "27 independent (network, task, seed) clusters" in r["significance"]

@@ -10,6 +10,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from scipy import stats as sps  # noqa: E402
 
+from fitontest.study.schema import with_network
 from fitontest.inference import stats  # noqa: E402
 from fitontest.report.figures.cd import critical_difference_diagram  # noqa: E402
 from fitontest.report.specs import build, spec_named  # noqa: E402
@@ -98,7 +99,7 @@ def _scores(effect):
                                      size=size, seed=seed, truth="isotonic",
                                      cmee=(5.0 + noise + effect * k + rng.normal(0, 0.3)) * 1e-3)
                             rows.append(r)
-    return pd.DataFrame(rows)[SCORE_COLUMNS]
+    return with_network(pd.DataFrame(rows))[SCORE_COLUMNS]
 
 
 def _caption_p(t):
@@ -109,7 +110,7 @@ def _caption_p(t):
 def test_friedman_p_in_caption_and_cd_diagram():
     t = build(spec_named("table3_cmee"), {"scores": _scores(effect=1.0)}, "isotonic")
     assert _caption_p(t) < 1e-6 and t.friedman_p < 1e-6
-    assert "36 blocks = (model, task, calibrator, seed)" in t.full_caption()
+    assert "36 blocks = (network, task, calibrator, seed)" in t.full_caption()
     tex = t.to_latex()
     assert "$$" not in tex and r"$\chi$\textsuperscript{2} = " in tex    # no empty math
     # bold for the best, no other column marked in the overall row

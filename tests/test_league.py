@@ -7,6 +7,7 @@ import pytest
 
 from conftest import load_config, run_snakemake
 from test_cli import bench_config, job_counts
+from fitontest.study.schema import with_network
 from fitontest.study.config import ConfigError
 from fitontest.study.league import CROSS_FITTED, OWN_INTERVALS, PEERS, apply_league
 
@@ -116,7 +117,7 @@ def test_the_league_table_ranks_marks_and_covers():
                                      ce_hi=true + 1,
                                      ci_level=0.9, true_ce_pop=true)
                         rows.append(r)
-    f = pd.DataFrame(rows)[SCORE_COLUMNS].assign(subsets="independent")
+    f = with_network(pd.DataFrame(rows))[SCORE_COLUMNS].assign(subsets="independent")
     table, note = league.league_table(f, "scores")
     assert list(table.index) == ["good", "probcal_skce", "bad"]
     assert table.loc["good", "CE error p=1"].endswith("r1*")

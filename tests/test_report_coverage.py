@@ -3,6 +3,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from fitontest.study.schema import with_network
 from fitontest.report import write
 from fitontest.report.specs import build, spec_named
 from fitontest.study.schema import SCORE_COLUMNS, SCORE_VALUES, SYNTHETIC_COLUMNS
@@ -36,7 +37,7 @@ def frame_with_intervals():
                                  seed=seed, truth="isotonic", ce_lo=lo, ce_hi=hi, ci_level=0.9,
                                  true_ce_pop=t)
                         rows.append(r)
-    return pd.DataFrame(rows)[SCORE_COLUMNS]
+    return with_network(pd.DataFrame(rows))[SCORE_COLUMNS]
 
 
 def korn_graubard(k, n, clusters, level=0.95):

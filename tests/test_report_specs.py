@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
+from fitontest.study.schema import with_network
 from fitontest.report import write
 from fitontest.report import policy
 from fitontest.report.specs import SPECS, TableSpec, build
@@ -26,13 +27,13 @@ def unbalanced():
         r.update(arch=arch, task="car", calibrator="platt", evaluator="E", size=size, seed=seed,
                  truth="iso", cmee=v * 1e-3)
         rows.append(r)
-    return pd.DataFrame(rows)[SCORE_COLUMNS]
+    return with_network(pd.DataFrame(rows))[SCORE_COLUMNS]
 
 
 def test_a_new_spec_averages_within_units_first():
     """Adding a table = one TableSpec: CMEE overall on the one-vs-rest tasks. With
     every unit its own cluster the cell is the mean of the unit means."""
-    units = policy.INFERENCE[("scores", "paper")].units
+    units = policy.INFERENCE[("scores", "paper", "networks")].units
     spec = TableSpec(name="cmee_ovr_overall", source="scores", measure="cmee", rows=(),
                      where="ovr", caption="CMEE overall (values ×1000).",
                      inference=policy.Inference(units=units, clusters=units, population="x"))
@@ -42,7 +43,7 @@ def test_a_new_spec_averages_within_units_first():
     assert t.n_units.loc["all", "E"] == 3
     ref = sps.t.interval(0.95, 2, loc=5.0, scale=np.std([2, 5, 8], ddof=1) / np.sqrt(3))
     np.testing.assert_allclose([t.lo.loc["all", "E"], t.hi.loc["all", "E"]], ref)
-    assert "(model, task, calibrator, seed)" in t.full_caption()
+    assert "(network, task, calibrator, seed)" in t.full_caption()
 
 
 def test_the_policy_clusters_units_by_seed():
@@ -51,14 +52,14 @@ def test_the_policy_clusters_units_by_seed():
     mean 5; seed 1 has (r1, 1) = 5: two clusters, both 5."""
     spec = TableSpec(name="cmee_ovr_overall", source="scores", measure="cmee", rows=(),
                      caption="CMEE overall (values ×1000).")
-    assert spec.inf(unbalanced()) is policy.INFERENCE[("scores", "paper")]
+    assert spec.inf(unbalanced()) is policy.INFERENCE[("scores", "paper", "networks")]
     assert spec.factor == policy.ERROR_SCALE
     t = build(spec, {"scores": unbalanced()}, "iso")
     assert t.values.loc["all", "E"] == pytest.approx(5.0)
     assert t.n_units.loc["all", "E"] == 2
     assert t.lo.loc["all", "E"] == pytest.approx(5.0) and t.hi.loc["all", "E"] == pytest.approx(5.0)
     cap = t.full_caption()
-    assert "clusters (seed)" in cap and policy.INFERENCE[("scores", "paper")].population in cap
+    assert "clusters (seed)" in cap and policy.INFERENCE[("scores", "paper", "networks")].population in cap
 
 
 def test_the_policy_clusters_by_the_runs_design():
@@ -67,10 +68,10 @@ def test_the_policy_clusters_by_the_runs_design():
     spec = TableSpec(name="cmee_ovr_overall", source="scores", measure="cmee", rows=(),
                      caption="CMEE overall (values ×1000).")
     f = unbalanced().assign(subsets="independent")
-    assert spec.inf(f) is policy.INFERENCE[("scores", "independent")]
+    assert spec.inf(f) is policy.INFERENCE[("scores", "independent", "networks")]
     t = build(spec, {"scores": f}, "iso")
     assert t.values.loc["all", "E"] == pytest.approx(5.0) and t.n_units.loc["all", "E"] == 3
-    assert "clusters (model, task, seed)" in t.full_caption()
+    assert "clusters (network, task, seed)" in t.full_caption()
     with pytest.raises(ValueError, match="mix test-subset designs"):
         build(spec, {"scores": pd.concat([f, unbalanced().assign(subsets="paper")])}, "iso")
 
@@ -99,9 +100,9 @@ def test_specs_and_findings_read_one_policy(monkeypatch):
     """Change the policy's clusters for scores: the tables and the findings follow."""
     from fitontest.report import findings as F
 
-    units = policy.INFERENCE[("scores", "paper")].units
+    units = policy.INFERENCE[("scores", "paper", "networks")].units
     every_unit = policy.Inference(units=units, clusters=units, population="each unit")
-    monkeypatch.setitem(policy.INFERENCE, ("scores", "paper"), every_unit)
+    monkeypatch.setitem(policy.INFERENCE, ("scores", "paper", "networks"), every_unit)
     spec = TableSpec(name="cmee_ovr_overall", source="scores", measure="cmee", rows=(),
                      caption="CMEE overall (values ×1000).")
     t = build(spec, {"scores": unbalanced()}, "iso")

@@ -130,7 +130,8 @@ def test_the_policy_reads_the_design_from_the_frame():
     paper = S.ScoreWorld(random_sd=SHARED, design="paper", **DESIGN).draw(3)
     indep = S.ScoreWorld(random_sd=SHARED, design="independent", **DESIGN).draw(3)
     assert policy.inference_for("scores", "cmee", paper).clusters == ("seed",)
-    assert policy.inference_for("scores", "cmee", indep).clusters == ("arch", "task", "seed")
+    assert policy.inference_for("scores", "cmee", indep).clusters == ("arch", "network", "task",
+                                                                      "seed")
     assert V.NEW.cells(paper, "cmee", ()).n_units.loc["all", "e0"] == 3
     assert V.NEW.cells(indep, "cmee", ()).n_units.loc["all", "e0"] == 27
 
@@ -141,7 +142,7 @@ def test_independent_units_detect_a_difference_that_seed_clusters_miss():
     per (model, task, seed), 27 clusters nearly always do. The seed-clustered rule
     applied to the independent frames misses it more often: most of the gain is
     the clusters' count, read from the design."""
-    seed_rule = V.Procedure("seed clusters", V.policy.INFERENCE[("scores", "paper")],
+    seed_rule = V.Procedure("seed clusters", V.policy.INFERENCE[("scores", "paper", "networks")],
                             V.significance_markers)
     worlds = {d: S.ScoreWorld(random_sd=SHARED, design=d, **DESIGN)
               for d in ("paper", "independent")}
@@ -159,3 +160,44 @@ def test_aa_rate_holds_under_the_independent_design():
                      **{**DESIGN, "effects": {"e0": 0.0}})
     r = V.aa_rate(w, procedures=(V.NEW,), n_rep=60, rows=("size",)).iloc[0]
     assert r["rate"] <= 0.05 + 2 * max(r["mc_se"], 0.02)
+
+
+NETWORK_AA = dict(archs=("r", "d", "w"), tasks=("car", "cat"), calibrators=("platt", "beta"),
+                  sizes=(1000,), effects={"A": 0.0, "B": 0.0}, design="independent",
+                  fixed_sd={**S.DEFAULT_FIXED, "interaction": 0.0}, networks=3)
+
+
+def test_network_aa_holds_alpha_with_networks_as_clusters_and_not_without():
+    """Each network shifts the two evaluators its own way (a retrained network
+    moves Table 3 by about one interval: the measured retrain variance), but
+    they are equal on average over networks. With the networks as the
+    clusters the rows are marked at most at alpha; with the test subsets of
+    fixed networks as clusters (the earlier design) far more often."""
+    w = S.ScoreWorld(random_sd={**S.NO_SHARING, "network_evaluator": 0.06}, **NETWORK_AA)
+    f = w.draw(3)
+    assert f.groupby("arch")["network"].nunique().eq(3).all()
+    assert V.policy.inference_for("scores", "cmee", f).clusters == ("arch", "network")
+    r = V.aa_rate_networks(w, n_rep=150).set_index("procedure")
+    new, old = r.loc[V.NEW.name], r.loc[V.FIXED_NETWORKS.name]
+    assert new["rate"] <= 0.05 + 2 * max(new["mc_se"], 0.015), r
+    assert old["rate"] - 3 * old["mc_se"] > 0.05, r
+
+
+def test_network_aa_needs_an_aa_world():
+    with pytest.raises(ValueError, match="A/A world"):
+        V.aa_rate_networks(S.ScoreWorld(**{**NETWORK_AA, "effects": {"A": 0.0, "B": 0.1}}))
+
+
+def test_one_network_per_architecture_keeps_the_fixed_scope():
+    """With one network per architecture the networks cannot be the clusters:
+    the tables say "these networks"."""
+    f = S.ScoreWorld(**{**NETWORK_AA, "networks": 1}).draw(3)
+    inf = V.policy.inference_for("scores", "cmee", f)
+    assert inf.clusters == ("arch", "network", "task", "seed")
+    assert inf.population.startswith("these networks")
+    many = S.ScoreWorld(**NETWORK_AA).draw(3)
+    assert V.policy.inference_for("scores", "cmee", many).population.startswith(
+        "networks of these architectures")
+    asked = V.policy.with_scope(many, "networks")
+    assert V.policy.inference_for("scores", "cmee", asked).clusters == (
+        "arch", "network", "task", "seed")

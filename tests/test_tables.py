@@ -9,6 +9,7 @@ import pytest
 
 from scipy import stats
 
+from fitontest.study.schema import with_network
 from fitontest.report import frames, write
 from fitontest.inference import stats as stats_module
 from fitontest.report.specs import SPECS, build, spec_named
@@ -45,7 +46,7 @@ def scores_frame(truths=("isotonic", "es100_flat"), extra_eval=None):
                          seed=seed, truth=truth, cmee=cm,
                          cmee_sq=np.nan if np.isnan(v) else cm * cm,
                          hyper=np.nan if ev == "kce" else (10 if seed else 20)))
-    return pd.DataFrame(rows)[SCORE_COLUMNS]
+    return with_network(pd.DataFrame(rows))[SCORE_COLUMNS]
 
 
 def calibrator_frame():
@@ -60,7 +61,7 @@ def calibrator_frame():
                 rows.append(dict(arch=arch, task=task, calibrator=cal, truth="isotonic",
                                  kind=kind[cal], ceac=(v + d) * 1e-3, ceac_sq=1e-6,
                                  cmee=(10 - v) * 1e-3, cmee_sq=1e-6, accuracy=0.9))
-    return pd.DataFrame(rows)[CALIBRATOR_COLUMNS]
+    return with_network(pd.DataFrame(rows))[CALIBRATOR_COLUMNS]
 
 
 def test_table3_by_size_values_ranks_and_average_rank():
@@ -145,7 +146,7 @@ def test_spearman_hand_cases_ties_constant_and_restriction():
     group("E1", 100, 1, [4, 3, 2, 1], [1, 2, 3, 4])                       # rho -1
     group("E2", 100, 0, [5, 5, 5, 5], [1, 2, 3, 4])                       # constant: NaN
     group("E2", 100, 1, [1, 1, 2, 3], [1, 2, 3, 4])                       # ties: sqrt(0.9)
-    f = pd.DataFrame(rows)[SCORE_COLUMNS]
+    f = with_network(pd.DataFrame(rows))[SCORE_COLUMNS]
     ranked = ["c0", "c1", "c2", "c3"]
     rho = frames.spearman_by_group(f, items=ranked).set_index(["evaluator", "seed"])["spearman"]
     assert rho[("E1", 0)] == pytest.approx(0.8)

@@ -136,6 +136,7 @@ rule calibrator_draws:
         truths=config["truth"],
         family_params=config["family_params"],
         seed=config["seed"],
+        network=network_columns,
     resources:
         mem_mb=8000,
     conda:

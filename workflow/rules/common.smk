@@ -9,6 +9,7 @@ from fitontest.study.config import calibrator_names, check_config
 from fitontest.study.league import apply_league
 from fitontest.core.registry import use_plugins
 from fitontest.data import sources
+from fitontest.study.networks import networks
 
 # Every job's Python gets the same string hashes, so that set and dict orders in
 # plotting libraries (the CD diagrams' bars) are the same in every process:
@@ -26,8 +27,9 @@ check_config(config, models=False)
 
 # images / features / logits: which rules make the logits (train.smk, tabular.smk, real.smk)
 DATA_KIND = sources.kind(config)
-# the networks: archs keys, or one model per logit file
-ARCHS = sources.model_names(config)
+# the networks: every architecture (archs key) once per training seed, or one
+# model per logit file; the {arch} wildcard of every path names a network
+NETWORKS = networks(config)
 TASKS = list(config["tasks"])
 MULTICLASS_CALIBRATORS = list(dict.fromkeys(["none", *config["calibrators"]["multiclass"]]))
 BINARY_CALIBRATORS = list(config["calibrators"]["binary"])
@@ -42,6 +44,11 @@ BATCH = config["batch"]
 CONDA_ENV = "../../envs/fitontest.yaml"
 
 
+def network_columns(wildcards):
+    """The ``arch`` (architecture) and ``network`` columns of a network's result rows."""
+    return NETWORKS[wildcards.arch].columns(wildcards.arch)
+
+
 def alternatives(names):
     """Regex matching exactly one of ``names`` (never matching if empty)."""
     return "|".join(re.escape(n) for n in names) if names else "(?!x)x"
@@ -49,7 +56,7 @@ def alternatives(names):
 
 wildcard_constraints:
     exp=re.escape(config["exp"]),
-    arch=alternatives(ARCHS),
+    arch=alternatives(NETWORKS),
     task=alternatives(TASKS),
     split="val|holdout",
 
@@ -97,15 +104,15 @@ def data_params():
 def score_files(wildcards=None):
     """Every evaluator's scores: one file per (network, evaluator) of the
     Python families, one per (network, task, calibrator) of an external one."""
-    return (expand(res("scores/{arch}/{evaluator}.parquet"), exp=config["exp"], arch=ARCHS,
+    return (expand(res("scores/{arch}/{evaluator}.parquet"), exp=config["exp"], arch=NETWORKS,
                    evaluator=EVALUATORS)
             + expand(res("scores/{arch}/{task}/{calibrator}/{evaluator}.parquet"),
-                     exp=config["exp"], arch=ARCHS, task=TASKS,
+                     exp=config["exp"], arch=NETWORKS, task=TASKS,
                      calibrator=EVAL_CALIBRATORS, evaluator=EXTERNAL_EVALUATORS))
 
 
 #: the order of score rows in scores.parquet, whichever jobs wrote them
-SCORE_ORDER = {"arch": ARCHS, "task": TASKS, "calibrator": EVAL_CALIBRATORS,
+SCORE_ORDER = {"network": list(NETWORKS), "task": TASKS, "calibrator": EVAL_CALIBRATORS,
                "evaluator": EVALUATORS + EXTERNAL_EVALUATORS}
 
 
@@ -114,15 +121,15 @@ PSEUDO_REAL = config["pseudo_real"]
 CONTROLLER_RECORD = f"results/{config['exp']}/benchmarks/controller.tsv"
 # reliability diagrams are drawn for these uncalibrated (arch, task) models:
 # every one for the paper's figures, the first network's last task by default
-FIGURE_MODELS = ([(a, t) for a in ARCHS for t in TASKS] if config["report"]["figures"] == "all"
-                 else [(ARCHS[0], TASKS[-1])])
+FIGURE_MODELS = ([(a, t) for a in NETWORKS for t in TASKS] if config["report"]["figures"] == "all"
+                 else [(list(NETWORKS)[0], TASKS[-1])])
 
 
 def calibrator_draw_files(wildcards=None):
     """The replicates of Table 2 (calibrate.smk), none when calibrators.draws is 0."""
     if not config["calibrators"]["draws"]:
         return []
-    return expand(res("calibrator_draws/{arch}.parquet"), exp=config["exp"], arch=ARCHS)
+    return expand(res("calibrator_draws/{arch}.parquet"), exp=config["exp"], arch=NETWORKS)
 
 
 def calibrator_metric_files(stage):
@@ -132,7 +139,7 @@ def calibrator_metric_files(stage):
     if config["calibrators"]["draws"]:
         return []
     return expand(res(f"{stage}/{{arch}}/{{task}}/{{calibrator}}.npz"), exp=config["exp"],
-                  arch=ARCHS, task=TASKS, calibrator=CALIBRATORS)
+                  arch=NETWORKS, task=TASKS, calibrator=CALIBRATORS)
 
 
 def real_outputs():

@@ -6,7 +6,7 @@ rule split:
         split=res("data/split.json"),
         # one file per (network, task): the same key layout as before, so an
         # external evaluator reads the file of its (network, task)
-        subsets=expand(res("data/subsets/{arch}/{task}.npz"), arch=ARCHS, task=TASKS,
+        subsets=expand(res("data/subsets/{arch}/{task}.npz"), arch=NETWORKS, task=TASKS,
                        allow_missing=True),
     log:
         logpath("data/split.log"),
@@ -17,7 +17,7 @@ rule split:
         sizes=EVAL["sizes"],
         seeds=EVAL["seeds"],
         design=EVAL["subsets"],
-        units=[(a, t) for a in ARCHS for t in TASKS],
+        units=[(a, t) for a in NETWORKS for t in TASKS],
     resources:
         mem_mb=4000,
     conda:

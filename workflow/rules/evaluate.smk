@@ -16,6 +16,7 @@ EVALUATE_PARAMS = dict(
     seed=config["seed"],
     interval=config["evaluation"]["interval"],
     design=EVAL["subsets"],
+    network=network_columns,
 )
 
 
@@ -89,6 +90,7 @@ rule score_external:
         calibrator=alternatives(EVAL_CALIBRATORS),
     params:
         design=EVAL["subsets"],
+        network=network_columns,
     conda:
         CONDA_ENV
     script:
@@ -125,6 +127,7 @@ rule calibrator_metrics:
         res("benchmarks/calibrator_metrics.tsv")
     params:
         multiclass=MULTICLASS_CALIBRATORS,
+        networks={n: net.columns(n) for n, net in NETWORKS.items()},
     conda:
         CONDA_ENV
     script:

@@ -9,6 +9,7 @@ rule findings:
     output:
         md=report(res("findings.md"), category="Findings"),
         csv=res("findings.csv"),
+        environment=res("environment.json"),
     log:
         logpath("report/findings.log"),
     benchmark:
@@ -17,6 +18,7 @@ rule findings:
         exp=config["exp"],
         truth=config["truth"][0],
         ranked=EVAL["ranked_calibrators"],
+        scope=config["report"]["scope"],
         # the finished jobs' benchmark files price what would decide a claim
         # (read when present, not inputs: the findings must not wait on them)
         results=lambda w, output: os.path.dirname(output.csv),

@@ -22,7 +22,7 @@ rule import_logits:
     log:
         logpath("logits/{arch}/import.log"),
     wildcard_constraints:
-        arch=alternatives(ARCHS if DATA_KIND == "logits" else []),
+        arch=alternatives(NETWORKS if DATA_KIND == "logits" else []),
     params:
         data=data_params(),
     priority: PRIORITY["logits"]
@@ -78,7 +78,7 @@ rule real_evaluate:
 
 rule real_collect:
     input:
-        expand(res("real/scores/{arch}/{evaluator}.parquet"), exp=config["exp"], arch=ARCHS,
+        expand(res("real/scores/{arch}/{evaluator}.parquet"), exp=config["exp"], arch=NETWORKS,
                evaluator=EVALUATORS),
     output:
         res("real/scores.parquet"),

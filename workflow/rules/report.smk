@@ -21,6 +21,7 @@ rule tables:
     params:
         ranked=EVAL["ranked_calibrators"],
         main_truth=config["truth"][0],
+        scope=config["report"]["scope"],
     conda:
         CONDA_ENV
     script:
@@ -46,6 +47,7 @@ rule figures:
         truth=config["truth"][0],
         labels=[f"{a}_{t}_none" for a, t in FIGURE_MODELS],
         seed=config["seed"],
+        scope=config["report"]["scope"],
     conda:
         CONDA_ENV
     script:

@@ -39,11 +39,12 @@ rule tabular_fit:
     benchmark:
         res("benchmarks/tabular_fit/{arch}.tsv")
     wildcard_constraints:
-        arch=alternatives(ARCHS if DATA_KIND == "features" else []),
+        arch=alternatives(NETWORKS if DATA_KIND == "features" else []),
     params:
         data=data_params(),
-        model=lambda w: config["archs"][w.arch]["model"],
-        seed=config["seed"],
+        model=lambda w: config["archs"][NETWORKS[w.arch].arch]["model"],
+        # the network's training seed (tabular.yaml's seed 0: as before networks)
+        seed=lambda w: NETWORKS[w.arch].seed,
     priority: PRIORITY["logits"]
     threads: 1
     resources:

@@ -16,7 +16,9 @@ rule train:
         res("benchmarks/train/{arch}.tsv")
     params:
         data=data_params(),
-        arch=lambda w: config["archs"][w.arch],
+        arch=lambda w: config["archs"][NETWORKS[w.arch].arch],
+        arch_name=lambda w: NETWORKS[w.arch].arch,
+        seed=lambda w: NETWORKS[w.arch].seed,
         training=config["training"],
     priority: PRIORITY["logits"]
     threads: 1

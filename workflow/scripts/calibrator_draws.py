@@ -7,6 +7,6 @@ log = script_logger(snakemake.log[0])
 limit_threads(snakemake.threads)
 p = snakemake.params
 rows = calibrator_draws(load_npz(snakemake.input.holdout), p.n_val, p.draws, p.tasks,
-                        p.multiclass, p.binary, p.truths, arch=snakemake.wildcards.arch,
+                        p.multiclass, p.binary, p.truths, **p.network,
                         config_params=p.family_params, seed=p.seed, log=log.info)
 save_parquet(rows, snakemake.output[0])

@@ -14,14 +14,15 @@ multiclass = set(snakemake.params.multiclass)
 truth_files = {Path(p).parts[-3:]: p for p in snakemake.input.truth}
 rows = []
 for cal_path in snakemake.input.calibrated:
-    arch, task, fname = Path(cal_path).parts[-3:]
+    network, task, fname = Path(cal_path).parts[-3:]
     cal = fname.removesuffix(".npz")
     kind = "none" if cal == "none" else ("multiclass" if cal in multiclass else "binary")
     d = load_npz(cal_path)
     for row in calibrator_rows(kind, d["holdout_scores"], d["holdout_labels"],
-                               load_npz(truth_files[(arch, task, fname)]),
-                               load_npz(truth_files[(arch, task, "none.npz")])):
-        rows.append({"arch": arch, "task": task, "calibrator": cal, **row})
+                               load_npz(truth_files[(network, task, fname)]),
+                               load_npz(truth_files[(network, task, "none.npz")])):
+        rows.append({**snakemake.params.networks[network], "task": task, "calibrator": cal,
+                     **row})
 # draws: 0 -> the study's own fits (draw 0); else the draws 1, 2, ... of rule calibrator_draws
 own = [pd.DataFrame(rows)[CALIBRATOR_COLUMNS].assign(**{CALIBRATOR_DRAW: 0})] if rows else []
 frame = pd.concat(own + [pd.read_parquet(p) for p in snakemake.input.draws], ignore_index=True)

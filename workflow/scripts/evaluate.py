@@ -30,7 +30,6 @@ for (task, cal), cal_path, truth_path in zip(p.pairs, inp.calibrated, inp.truth)
         rows = score_evaluator(n, params[n], d["holdout_scores"], d["holdout_labels"], truths,
                                subs, log=log.info, interval=p.interval, interval_seed=p.seed,
                                grid=grid, pop=pop)
-        frames[n].append(tidy(rows, SCORE_COLUMNS, arch=snakemake.wildcards.arch, task=task,
-                              calibrator=cal))
+        frames[n].append(tidy(rows, SCORE_COLUMNS, **p.network, task=task, calibrator=cal))
 for n, out in zip(names, snakemake.output):
     save_parquet(pd.concat(frames[n], ignore_index=True).assign(**{SCORE_DESIGN: p.design}), out)

@@ -18,10 +18,11 @@ for label, cal_path, truth_path in zip(p.labels, snakemake.input.calibrated, sna
                      "true_c": load_npz(truth_path)[p.truth]}
 if p.which == "all":
     written = write_all_figures(scores, snakemake.output[0], models=models,
-                                synthetic_df=synthetic, truth=p.truth, seed=p.seed, log=log.info)
+                                synthetic_df=synthetic, truth=p.truth, seed=p.seed, log=log.info,
+                                scope=p.scope)
 else:
     (m,) = models.values()
     written = write_default_figures(scores, snakemake.output[0], scores=m["scores"],
                                     labels=m["labels"], true_c=m["true_c"], truth=p.truth,
-                                    seed=p.seed, log=log.info)
+                                    seed=p.seed, log=log.info, scope=p.scope)
 log.info("wrote %d figure files to %s", len(written), snakemake.output[0])

@@ -1,7 +1,10 @@
 """Rule findings: which of the paper's conclusions this run reproduces (findings.md/.csv)."""
+import json
+
 import pandas as pd
 
-from fitontest.core.io import optional_input, script_logger
+from fitontest.core import pins
+from fitontest.core.io import optional_input, script_logger, write_text
 from fitontest.report import findings
 from fitontest.study import jobstats
 
@@ -16,6 +19,11 @@ def read(value):
 
 result = findings.evaluate_claims(
     findings.load_claims(), read(inp.scores), read(inp.calibrators), read(inp.synthetic),
-    truth=params.truth, ranked_calibrators=params.ranked, costs=jobstats.costs(params.results))
-findings.write_findings(result, snakemake.output.md, snakemake.output.csv, exp=params.exp)
+    truth=params.truth, ranked_calibrators=params.ranked, costs=jobstats.costs(params.results),
+    scope=params.scope)
+# the CPU code and library versions of the run (core/pins.py), the host beside
+rec = pins.record()
+write_text(snakemake.output.environment, json.dumps(rec, indent=1, sort_keys=True) + "\n")
+findings.write_findings(result, snakemake.output.md, snakemake.output.csv, exp=params.exp,
+                        pins=pins.statement(rec))
 log.info("%s", findings.headline(result))

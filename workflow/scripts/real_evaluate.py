@@ -24,5 +24,6 @@ for (task, cal), path in zip(snakemake.params.pairs, snakemake.input.calibrated)
     rows = score_evaluator(w.evaluator, params, d["holdout_scores"], d["holdout_labels"],
                            unknown, subsets, log=log.info, interval=snakemake.params.interval,
                            interval_seed=snakemake.params.seed)
-    frames.append(tidy(rows, SCORE_COLUMNS, arch=w.arch, task=task, calibrator=cal))
+    frames.append(tidy(rows, SCORE_COLUMNS, arch=w.arch, network=w.arch, task=task,
+                       calibrator=cal))
 save_parquet(pd.concat(frames, ignore_index=True), snakemake.output[0])

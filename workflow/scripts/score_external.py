@@ -10,6 +10,7 @@ w = snakemake.wildcards
 d = load_npz(snakemake.input.calibrated)
 rows = score_external(w.evaluator, load_npz(snakemake.input.external), d["holdout_scores"],
                       load_npz(snakemake.input.truth), load_subsets(snakemake.input.subsets))
-save_parquet(tidy(rows, SCORE_COLUMNS, arch=w.arch, task=w.task, calibrator=w.calibrator)
+save_parquet(tidy(rows, SCORE_COLUMNS, **snakemake.params.network, task=w.task,
+                  calibrator=w.calibrator)
              .assign(**{SCORE_DESIGN: snakemake.params.design}), snakemake.output[0])
 log.info("scored %d rows of external evaluator %s", len(rows), w.evaluator)

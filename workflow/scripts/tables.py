@@ -21,5 +21,5 @@ def read(value, columns=None):
 written = write_all(read(inp.scores, SCORE_COLUMNS), read(inp.calibrators, CALIBRATOR_COLUMNS),
                     snakemake.output[0], synthetic=read(inp.synthetic),
                     ranked_calibrators=snakemake.params.ranked,
-                    main_truth=snakemake.params.main_truth)
+                    main_truth=snakemake.params.main_truth, scope=snakemake.params.scope)
 log.info("wrote %d table files to %s", len(written), snakemake.output[0])

@@ -19,6 +19,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from fitontest.study.schema import with_network
 from .frames import order
 from ..inference.stats import t_bounds
 
@@ -106,6 +107,8 @@ def aggregate_units(frame: pd.DataFrame, measure: str, rows: Sequence[str], unit
     row that fixes every cluster key has one cluster per cell)."""
     if column_order is None:
         column_order = order(frame, columns)
+    # a frame of one network per architecture, written before the column existed
+    frame = with_network(frame) if "network" in units else frame
     f, rows = _row_keys(frame, rows)
     unit_keys = [u for u in units if u not in rows and u != columns]
     if not unit_keys:   # the row fixes the unit: one unit per cell

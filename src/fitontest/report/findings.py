@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from fitontest.core.io import write_text
+from fitontest.study.schema import with_network
 from . import policy
 from .checks import (ALPHA, CHECKS, CONTRADICTED, EQUIVALENT, SPEARMAN, SUPPORTED, UNDECIDED,
                      Evidence, NotTestable, Orders, Outcome, check_kind)
@@ -58,7 +59,7 @@ TAKES_COLUMNS = ["takes_outcome", "takes_factor", "clusters_now", "clusters_need
 #: ``point``: whether the claimed order holds for the means (HOLDS / FAILS; "" if not testable)
 REPORT_COLUMNS = ["id", "source", "paper", "precise", "status", "point", "evidence",
                   "significance", "margin", "takes", "note", "check", "frame", "measure",
-                  "truth", *TAKES_COLUMNS]
+                  "truth", "population", *TAKES_COLUMNS]
 
 
 # ---------------------------------------------------------------------------
@@ -73,7 +74,7 @@ def evidence_for(claim: Claim, frames: Mapping[str, pd.DataFrame | None], *,
                  truth: str | None = None, ranked_calibrators: Sequence[str] | None = None,
                  orders: Orders | None = None) -> tuple[Evidence, str | None]:
     """The claim's rows under the main truth (or NotTestable); also returns that truth."""
-    f = frames.get(claim.frame)
+    f = with_network(frames.get(claim.frame))
     if f is None or f.empty:
         raise NotTestable(f"no {claim.frame} rows in this run")
     used = _main_truth(f, truth or policy.main_truth(claim.frame))
@@ -107,7 +108,8 @@ def evaluate_claims(claims: Sequence[Claim], scores: pd.DataFrame | None = None,
                     synthetic: pd.DataFrame | None = None, *, truth: str | None = None,
                     ranked_calibrators: Sequence[str] | None = None,
                     orders: Orders | None = None,
-                    costs: Mapping[str, float] | None = None) -> pd.DataFrame:
+                    costs: Mapping[str, float] | None = None,
+                    scope: str = "architectures") -> pd.DataFrame:
     """One row per claim (columns :data:`REPORT_COLUMNS`), in the claims' order.
 
     ``truth``: the main truth estimator of the real-data frames (default
@@ -116,15 +118,18 @@ def evaluate_claims(claims: Sequence[Claim], scores: pd.DataFrame | None = None,
     "significantly better" matrix of a clusters x methods frame (default: the
     tables' :func:`.stats.pairwise_better`; :mod:`.checks` docstring); ``costs``:
     CPU seconds per rule of this run (:func:`fitontest.study.jobstats.summarise`),
-    to price what would decide the claims left not distinguishable.
+    to price what would decide the claims left not distinguishable; ``scope``:
+    what the verdicts generalise to (:func:`.policy.with_scope`).
     """
-    frames = {"scores": scores, "calibrators": calibrators, "synthetic": synthetic}
+    frames = {"scores": policy.with_scope(scores, scope),
+              "calibrators": policy.with_scope(calibrators, scope), "synthetic": synthetic}
     out = []
     for c in claims:
-        used, takes = None, {}
+        used, takes, population = None, {}, ""
         try:
             ev, used = evidence_for(c, frames, truth=truth if c.frame != "synthetic" else None,
                                     ranked_calibrators=ranked_calibrators, orders=orders)
+            population = ev.inference.population
             o: Outcome = CHECKS[c.check].func(ev, c.params)
             status, point, text, sig = (o.verdict, HOLDS if o.point else FAILS, o.evidence,
                                         o.significance)
@@ -137,7 +142,8 @@ def evaluate_claims(claims: Sequence[Claim], scores: pd.DataFrame | None = None,
                     "margin": c.margin.words() if c.margin else "",
                     "takes": takes_words(takes), "note": c.note,
                     "check": c.check, "frame": c.frame, "measure": c.measure,
-                    "truth": used or "", **{k: takes.get(k, np.nan) for k in TAKES_COLUMNS}})
+                    "truth": used or "", "population": population,
+                    **{k: takes.get(k, np.nan) for k in TAKES_COLUMNS}})
     return pd.DataFrame(out, columns=REPORT_COLUMNS)
 
 
@@ -229,12 +235,20 @@ FOUR_OUTCOMES = (
     "cost per job (docs/methods/11-verdicts.md §11.5.1-§11.5.2).")
 
 
-def findings_markdown(findings: pd.DataFrame, exp: str = "") -> str:
+def findings_markdown(findings: pd.DataFrame, exp: str = "", pins: str = "") -> str:
+    """``findings.md``; ``pins``: the line that says which CPU code made the
+    run's numbers (:func:`fitontest.core.pins.statement`)."""
     truths = ", ".join(t for t in pd.unique(findings["truth"]) if t)
+    populations = [f"- {src}: {pop}" for src, pop in findings[findings["population"].ne("")]
+                   .drop_duplicates(["frame", "population"])[["frame", "population"]]
+                   .itertuples(index=False)]
     lines = [
         f"# Findings{f' of `{exp}`' if exp else ''}: which of the paper's conclusions this run "
         f"reproduces", "",
         f"{headline(findings)}. Truth estimator: {truths or 'none'}.", "",
+        *(["What the verdicts generalise to (their independent clusters: "
+           "docs/methods/11-verdicts.md §11.4):", "", *populations, ""] if populations else []),
+        *([pins, ""] if pins else []),
         "Each row is one conclusion of Kängsepp, Valk & Kull (2025): the paper's words, the "
         "precise test run on this run's tidy frames, the **verdict**, and the evidence. "
         + FOUR_OUTCOMES + " *Point order* says "
@@ -259,9 +273,10 @@ def findings_markdown(findings: pd.DataFrame, exp: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_findings(findings: pd.DataFrame, md_path, csv_path, exp: str = "") -> None:
+def write_findings(findings: pd.DataFrame, md_path, csv_path, exp: str = "",
+                   pins: str = "") -> None:
     """Write ``findings.md`` and ``findings.csv`` atomically."""
-    write_text(md_path, findings_markdown(findings, exp))
+    write_text(md_path, findings_markdown(findings, exp, pins))
     write_text(csv_path, findings.to_csv(index=False))
 
 

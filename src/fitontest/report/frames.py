@@ -13,6 +13,9 @@ import pandas as pd
 from fitontest.study.schema import SCORE_DESIGN
 from fitontest.study.tasks import CONFIDENCE
 
+#: the in-memory column of a frame asking for a scope (:func:`.policy.with_scope`)
+SCOPE = "scope"
+
 #: The paper's six calibrators whose estimated vs true CE rankings give the
 #: Spearman tables (Table 4). The single source of this list: the config's
 #: ``evaluation.ranked_calibrators`` default (workflow/schemas/config.schema.yaml,
@@ -93,8 +96,8 @@ def spearman_by_group(frame: pd.DataFrame, *, item: str = "calibrator",
     """Spearman correlation across ``item`` between ``x`` and ``y`` per group.
 
     ``keys`` default to the frame's key columns other than ``item``
-    (arch, task, size, seed, evaluator, truth and the design column
-    ``subsets`` for evaluator scores; shape,
+    (arch, network, task, size, seed, evaluator, truth, the design column
+    ``subsets`` and the scope asked for, for evaluator scores; shape,
     size, seed, evaluator, truth for synthetic rows, whose ``item`` is
     ``ce_level``). Rows with NaN ``x`` or ``y`` are dropped; a group with
     fewer than two items, or with constant ``x`` or ``y``, gets NaN.
@@ -102,8 +105,8 @@ def spearman_by_group(frame: pd.DataFrame, *, item: str = "calibrator",
     (this is scipy.stats.spearmanr, vectorised over groups).
     """
     if keys is None:
-        cand = ["arch", "task", "calibrator", "shape", "ce_level",
-                "evaluator", "size", "seed", "truth", SCORE_DESIGN]
+        cand = ["arch", "network", "task", "calibrator", "shape", "ce_level",
+                "evaluator", "size", "seed", "truth", SCORE_DESIGN, SCOPE]
         keys = [k for k in cand if k in frame.columns and k != item]
     keys = list(keys)
     f = frame[keys + [item, x, y]].copy()

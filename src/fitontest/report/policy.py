@@ -31,7 +31,9 @@ from typing import Iterable
 
 import pandas as pd
 
-from fitontest.study.schema import CALIBRATOR_DRAW, SCORE_DESIGN
+from fitontest.study.schema import CALIBRATOR_DRAW, SCORE_DESIGN, with_network
+
+from .frames import SCOPE
 
 #: The main truth estimator of the pseudo-real tables, findings and figures,
 #: and the synthetic study's (exact: the CE level is known).
@@ -75,36 +77,99 @@ class Inference:
 
 
 _TEST_SUBSETS = "these networks, tasks and calibrators; new test subsets"
-INFERENCE: dict[tuple[str, str], Inference] = {
-    ("scores", "independent"): Inference(
-        units=("arch", "task", "calibrator", "seed"), clusters=("arch", "task", "seed"),
-        population=_TEST_SUBSETS + " (each (model, task, seed) its own draw)"),
-    ("spearman", "independent"): Inference(
-        units=("arch", "task", "seed"), clusters=("arch", "task", "seed"),
-        population=_TEST_SUBSETS + " (each (model, task, seed) its own draw)"),
-    ("scores", "paper"): Inference(
-        units=("arch", "task", "calibrator", "seed"), clusters=("seed",),
-        population=_TEST_SUBSETS + " (seeds; one draw shared by every model and task)"),
-    ("spearman", "paper"): Inference(
-        units=("arch", "task", "seed"), clusters=("seed",),
-        population=_TEST_SUBSETS + " (seeds; one draw shared by every model and task)"),
-    ("synthetic", "paper"): Inference(
+#: a claim about architectures: the networks a recipe makes are the population
+_NETWORKS = ("networks of these architectures trained by this recipe on this training set "
+             "(new training seeds); these tasks and calibrators; new test subsets")
+_UNITS = ("arch", "network", "task", "calibrator", "seed")
+_SP_UNITS = ("arch", "network", "task", "seed")
+#: (source, test-subset design, scope) -> Inference; scope ``architectures``:
+#: the networks are the clusters (their tasks, calibrators and test subsets
+#: nested within them); ``networks``: these networks, the test subsets the clusters
+INFERENCE: dict[tuple[str, str, str], Inference] = {
+    ("scores", "independent", "networks"): Inference(
+        units=_UNITS, clusters=("arch", "network", "task", "seed"),
+        population=_TEST_SUBSETS + " (each (network, task, seed) its own draw)"),
+    ("spearman", "independent", "networks"): Inference(
+        units=_SP_UNITS, clusters=("arch", "network", "task", "seed"),
+        population=_TEST_SUBSETS + " (each (network, task, seed) its own draw)"),
+    ("scores", "independent", "architectures"): Inference(
+        units=_UNITS, clusters=("arch", "network"),
+        population=_NETWORKS + " (each network one cluster, its test subsets within it)"),
+    ("spearman", "independent", "architectures"): Inference(
+        units=_SP_UNITS, clusters=("arch", "network"),
+        population=_NETWORKS + " (each network one cluster, its test subsets within it)"),
+    # the authors' design shares each seed's test subsets across the networks:
+    # the seeds are the clusters, and the claim is about these networks
+    ("scores", "paper", "networks"): Inference(
+        units=_UNITS, clusters=("seed",),
+        population=_TEST_SUBSETS + " (seeds; one draw shared by every network and task)"),
+    ("spearman", "paper", "networks"): Inference(
+        units=_SP_UNITS, clusters=("seed",),
+        population=_TEST_SUBSETS + " (seeds; one draw shared by every network and task)"),
+    ("synthetic", "paper", "networks"): Inference(
         units=("seed",), clusters=("seed",),
         population="these shapes and CE levels; new synthetic samples (seeds)"),
     # each (network, validation draw) is an independent fit of every calibrator
-    ("calibrators", "draws"): Inference(
-        units=("arch", "draw"), clusters=("arch", "draw"), min_clusters=4,
-        population="these networks; new validation sets (each (model, draw) one unit)"),
+    ("calibrators", "draws", "networks"): Inference(
+        units=("arch", "network", "draw"), clusters=("arch", "network", "draw"),
+        min_clusters=4,
+        population="these networks; new validation sets (each (network, draw) one unit)"),
+    ("calibrators", "draws", "architectures"): Inference(
+        units=("arch", "network", "draw"), clusters=("arch", "network"), min_clusters=4,
+        population="networks of these architectures trained by this recipe on this training "
+                   "set (new training seeds); new validation sets (each network one "
+                   "cluster, its draws within it)"),
     # one fit per network: three networks make three clusters, and no paired
     # test of three values can hold its rate without normality
-    ("calibrators", "paper"): Inference(
-        units=("arch",), clusters=("arch",), min_clusters=4,
-        population="new networks like these (each network one unit)"),
+    ("calibrators", "paper", "networks"): Inference(
+        units=("arch", "network"), clusters=("arch", "network"), min_clusters=4,
+        population="these networks (each network one unit)"),
+    ("calibrators", "paper", "architectures"): Inference(
+        units=("arch", "network"), clusters=("arch", "network"), min_clusters=4,
+        population="networks of these architectures trained by this recipe on this training "
+                   "set (new training seeds; each network one unit)"),
 }
 #: the design of each source: the frame column that records it and its
 #: value when the column is absent (frames written before the column existed)
 DESIGN_COLUMN = {"scores": SCORE_DESIGN, "calibrators": CALIBRATOR_DRAW}
-WORDS = {"arch": "model"}
+#: the in-memory column a table's or finding's frame carries to ask for a
+#: scope (:func:`with_scope`); absent: ``architectures`` where it can hold
+SCOPES = ("architectures", "networks")
+WORDS = {"arch": "architecture"}
+
+
+def with_scope(frame: pd.DataFrame | None, scope: str = SCOPES[0]) -> pd.DataFrame | None:
+    """``frame`` ready for the tables and findings: with its ``network``
+    column (:func:`fitontest.study.schema.with_network`) and asking for
+    ``scope`` (config ``report.scope``): ``architectures`` (claims about the
+    architectures: the networks are the independent clusters) or
+    ``networks`` (claims about these networks)."""
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
+    if frame is None or frame.empty:
+        return frame
+    return with_network(frame).assign(**{SCOPE: scope})
+
+
+def networks_per_arch(frame: pd.DataFrame) -> int:
+    """The fewest networks of any architecture in ``frame`` (1 without a
+    ``network`` column: one network per architecture)."""
+    if "network" not in frame.columns or "arch" not in frame.columns or frame.empty:
+        return 1
+    return int(frame.groupby("arch", sort=False)["network"].nunique().min())
+
+
+def scope_of(source: str, frame: pd.DataFrame | None, design: str) -> str:
+    """``architectures`` where the frame asks for it (the default) and can
+    hold it — every architecture with two networks or more, test subsets
+    drawn per network (the ``independent`` design) or calibrator rows;
+    ``networks`` otherwise: the claim is about these networks."""
+    if frame is None or source == "synthetic" or design == "paper" and source == "scores":
+        return "networks"
+    asked = SCOPES[0]
+    if SCOPE in frame.columns and not frame.empty:
+        asked = str(frame[SCOPE].iloc[0])
+    return asked if asked == "networks" or networks_per_arch(frame) >= 2 else "networks"
 
 
 def design_of(source: str, frame: pd.DataFrame | None = None) -> str:
@@ -129,17 +194,18 @@ def design_of(source: str, frame: pd.DataFrame | None = None) -> str:
 def inference_for(source: str, measure: str = "",
                   frame: pd.DataFrame | None = None) -> Inference:
     """The :class:`Inference` of a frame (``scores``, ``calibrators``,
-    ``synthetic``) and measure under the design recorded in ``frame``
-    (:func:`design_of`; None: the conservative ``paper`` design). Spearman
-    correlations of the scores frame are per (model, task, size, seed,
-    evaluator), hence their own units."""
-    if source not in {s for s, _ in INFERENCE}:
+    ``synthetic``) and measure under the design and scope recorded in
+    ``frame`` (:func:`design_of`, :func:`scope_of`; None: the conservative
+    ``paper`` design of these networks). Spearman correlations of the scores
+    frame are per (network, task, size, seed, evaluator), hence their own units."""
+    if source not in {s for s, _, _ in INFERENCE}:
         raise ValueError(f"unknown source {source!r}; known: "
-                         f"{sorted({s for s, _ in INFERENCE} - {'spearman'})}")
+                         f"{sorted({s for s, _, _ in INFERENCE} - {'spearman'})}")
     design = design_of(source, frame)
+    scope = scope_of(source, frame, design)
     if source == "scores" and measure.startswith("spearman"):
         source = "spearman"
-    return INFERENCE[(source, design)]
+    return INFERENCE[(source, design, scope)]
 
 
 def margin_for(measure: str) -> dict:
@@ -166,7 +232,11 @@ def pick_truth(present: Iterable[str], wanted: str | None = None) -> str | None:
 
 
 def words(keys: Iterable[str]) -> str:
-    return "(" + ", ".join(WORDS.get(k, k) for k in keys) + ")"
+    """Cluster or unit keys in words; a network names its architecture, so
+    ``arch`` beside ``network`` goes unsaid."""
+    keys = list(keys)
+    return "(" + ", ".join(WORDS.get(k, k) for k in keys
+                           if not (k == "arch" and "network" in keys)) + ")"
 
 
 def method_note(inf: Inference, level: float = LEVEL, alpha: float = ALPHA) -> str:

@@ -219,26 +219,48 @@ class Takes:
         return Takes(best, max(finite[best], 1.0), (why or {}).get(best, ""))
 
 
+#: the rules that run once per network (their CPU grows with its count)
+PER_NETWORK = ("train", "export_logits", "tabular_fit", "calibrate_multiclass",
+               "calibrate_binary", "truth", "calibrator_draws", "evaluate")
 #: the config knob that adds independent clusters, per cluster key, and the
-#: rule whose CPU grows with it
-KNOBS = {"seed": {"scores": ("evaluation.seeds", "evaluate"),
-                  "synthetic": ("synthetic.seeds", "synthetic_evaluate")},
-         "draw": {"calibrators": ("calibrators.draws", "calibrator_draws")}}
+#: rules whose CPU grows with it
+KNOBS = {"seed": {"scores": ("evaluation.seeds", ("evaluate",)),
+                  "synthetic": ("synthetic.seeds", ("synthetic_evaluate",))},
+         "draw": {"calibrators": ("calibrators.draws", ("calibrator_draws",))},
+         "network": {"scores": ("training.seeds", PER_NETWORK),
+                     "calibrators": ("training.seeds", PER_NETWORK)}}
 
 
 def knob(frame: str, clusters: Sequence[str], rows: pd.DataFrame, factor: float,
          costs: Mapping[str, float] | None = None) -> dict:
     """The config change that gives ``factor`` x the clusters of ``rows``:
     the knob, its current and new value, and the added CPU seconds at the
-    run's measured cost of that rule (``costs``: CPU s per rule, e.g.
-    :func:`fitontest.study.jobstats.summarise`; NaN without)."""
-    key = next((k for k in clusters if k in KNOBS and frame in KNOBS[k] and k in rows), None)
+    run's measured cost of its rules (``costs``: CPU s per rule, e.g.
+    :func:`fitontest.study.jobstats.summarise`; NaN without).
+
+    The knob is that of the innermost cluster key that has one: test seeds
+    where the clusters are (network, task, seed), the networks per
+    architecture (``training.seeds``) where the networks are the clusters,
+    validation draws where they are (network, draw)."""
+    key = next((k for k in reversed(tuple(clusters))
+                if k in KNOBS and frame in KNOBS[k] and k in rows), None)
     if key is None or not np.isfinite(factor):
         return {"knob": "", "now": np.nan, "new": np.nan, "cpu_s": np.nan}
-    name, rule = KNOBS[key][frame]
-    # one cluster per value of the knob: a seed, or a draw of the rule (draws 1..N;
-    # the study's own fits, draw 0, are not among them: docs/methods/06-truth-and-scores.md §6.4)
-    replicates = int(rows[key].nunique())
+    name, rules = KNOBS[key][frame]
+    # one cluster per value of the knob: a seed, a network of each architecture, or a
+    # draw of the rule (draws 1..N; the study's own fits, draw 0, are not among
+    # them: docs/methods/06-truth-and-scores.md §6.4)
+    if key == "network":
+        replicates = int(rows.groupby("arch")["network"].nunique().min())
+        units = int(rows["network"].nunique())          # the networks the costs paid for
+        per_replicate = units / replicates              # networks added per seed
+    else:
+        replicates = int(rows[key].nunique())
+        units, per_replicate = replicates, 1
     new = int(math.ceil(replicates * factor - 1e-9))
-    per = (costs or {}).get(rule, np.nan) / replicates
-    return {"knob": name, "now": replicates, "new": new, "cpu_s": float(per * (new - replicates))}
+    cost = sum((costs or {}).get(r, 0.0) for r in rules) if costs else np.nan
+    if costs and not any(r in costs for r in rules):
+        cost = np.nan
+    per = cost / units
+    return {"knob": name, "now": replicates, "new": new,
+            "cpu_s": float(per * per_replicate * (new - replicates))}

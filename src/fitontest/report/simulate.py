@@ -23,10 +23,19 @@ scale, a sum of
   unit, the same compute, only the dependence differs. The frames carry the
   design in the ``subsets`` column, as the study's do.
 
+**Networks** (``networks`` per architecture, :mod:`fitontest.study.networks`):
+each ``draw`` trains new ones — a random effect per network (``network``) and
+per (network, evaluator) (``network_evaluator``: how much better one evaluator
+happens to do on one network's maps), drawn afresh per draw and shared by
+every task, calibrator, size and seed of the network. A claim about the
+architectures averages over them; with ``network_evaluator`` > 0 the
+evaluators of an A/A world differ on every network but are equal on average.
+
 ``population_mean`` gives each row's expectation over the random effects
 (lognormal: ``exp(fixed + sum of variances / 2)``), the target of an interval
-for "these networks, tasks and calibrators; new test subsets". Everything is
-seeded; no file is read.
+for "these architectures, tasks and calibrators; new networks and test
+subsets" (for "these networks" where the network effects are 0). Everything
+is seeded; no file is read.
 """
 from __future__ import annotations
 
@@ -44,7 +53,8 @@ from fitontest.study.schema import SCORE_COLUMNS, SCORE_DESIGN
 #: nominal 5 %, t-intervals over (model, task, calibrator, seed) units covering
 #: about 89 %); benchmarks/verdicts/aa_verdicts.py measures 46 % and 91 % here.
 DEFAULT_RANDOM = {"seed": 0.02, "seed_arch": 0.04, "seed_task": 0.05, "seed_calibrator": 0.035,
-                  "size": 0.15, "evaluator": 0.05, "seed_evaluator": 0.0}
+                  "size": 0.15, "evaluator": 0.05, "seed_evaluator": 0.0,
+                  "network": 0.0, "network_evaluator": 0.0}
 #: A world where the units of a seed move together more strongly.
 STRONG_SHARING = {"seed": 0.06, "seed_arch": 0.08, "seed_task": 0.10, "seed_calibrator": 0.03,
                   "size": 0.12, "evaluator": 0.04, "seed_evaluator": 0.0}
@@ -75,6 +85,7 @@ class ScoreWorld:
     measure: str = "cmee"
     seed: int = 0                     # the world's fixed effects
     design: str = "paper"             # what the units of a seed share (module docstring)
+    networks: int = 1                 # networks per architecture (training seeds)
 
     def __post_init__(self):
         if self.design not in ("paper", "independent"):
@@ -83,6 +94,8 @@ class ScoreWorld:
                                                                  - set(DEFAULT_FIXED))
         if unknown:
             raise ValueError(f"unknown variance components {sorted(unknown)}")
+        if int(self.networks) < 1:
+            raise ValueError(f"networks must be a positive integer, got {self.networks!r}")
         self.random_sd = {**{k: 0.0 for k in DEFAULT_RANDOM}, **self.random_sd}
         self.fixed_sd = {**{k: 0.0 for k in DEFAULT_FIXED}, **self.fixed_sd}
         self._grid = self._design()
@@ -114,6 +127,7 @@ class ScoreWorld:
         rs = self.random_sd
         var = (rs["seed"] ** 2 + rs["seed_arch"] ** 2 + rs["seed_task"] ** 2
                + rs["seed_calibrator"] ** 2 + rs["evaluator"] ** 2 + rs["seed_evaluator"] ** 2
+               + rs["network"] ** 2 + rs["network_evaluator"] ** 2
                + self._size_sd(g["iz"].to_numpy()) ** 2)
         out = self._labels(g)
         out["mean"] = self.base * np.exp(g["fixed"].to_numpy() + var / 2)
@@ -129,10 +143,27 @@ class ScoreWorld:
     # -- drawing ------------------------------------------------------------
     def draw(self, seeds: Sequence[int] | int, rng_seed: int | Sequence[int] = 0,
              truth: str = "isotonic") -> pd.DataFrame:
-        """A scores frame for the test-subset ``seeds`` (an int: ``range(seeds)``);
-        the random effects of seed r are drawn from ``[rng_seed, r]``, so the
-        same seed gives the same subsets."""
+        """A scores frame for the test-subset ``seeds`` (an int: ``range(seeds)``)
+        of every network; the random effects of seed r are drawn from
+        ``[rng_seed, r]`` (and of network j from ``[rng_seed, j]``), so the
+        same seed gives the same subsets. One network per architecture: the
+        frame of the architectures' networks; more: each network's rows
+        (network ``arch-s<j>``, :func:`fitontest.study.networks.network_name`)
+        with its own test subsets and network effects."""
         seeds = list(range(seeds)) if isinstance(seeds, (int, np.integer)) else list(seeds)
+        base = np.atleast_1d(rng_seed).astype(int).tolist()
+        # the first network keeps the streams of a one-network world; the paper's
+        # design shares each seed's test images across the networks
+        return pd.concat([self._draw_network(
+            seeds, base if j == 0 or self.design == "paper" else [*base, 1000 + j],
+            [*base, 1000 + j], j, truth) for j in range(int(self.networks))], ignore_index=True)
+
+    def _draw_network(self, seeds: list, rng_seed: list, net_seed: list, j: int,
+                      truth: str) -> pd.DataFrame:
+        """Every seed's rows of the ``j``-th network of each architecture: the
+        test subsets from ``rng_seed``, the network effects from ``net_seed``."""
+        from fitontest.study.networks import network_name
+
         g = self._grid
         a, t, c = len(self.archs), len(self.tasks), len(self.calibrators)
         rs = self.random_sd
@@ -160,6 +191,13 @@ class ScoreWorld:
             f[self.measure] = self.base * np.exp(logx)
             parts.append(f)
         out = pd.concat(parts, ignore_index=True)
+        # the network's effects: drawn apart, so the test subsets keep their streams
+        net = np.random.default_rng([*net_seed, 37])
+        n_main = net.normal(0, rs["network"], a)
+        n_eval = net.normal(0, rs["network_evaluator"], (a, len(self.effects)))
+        shift = np.tile(n_main[ia] + n_eval[ia, ie], len(seeds))
+        out[self.measure] = out[self.measure].to_numpy() * np.exp(shift)
+        out["network"] = [network_name(x, j) for x in out["arch"]]
         out["truth"] = truth
         return out.reindex(columns=SCORE_COLUMNS).assign(**{SCORE_DESIGN: self.design})
 

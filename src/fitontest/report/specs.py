@@ -49,8 +49,8 @@ from .table import Table, sections
 
 # Friedman blocks: the units of the policy (descriptive: blocks of one seed
 # share test images, so the Friedman p-value is optimistic; the caption says so)
-SCORE_BLOCKS = policy.INFERENCE[("scores", "independent")].units
-SPEARMAN_BLOCKS = policy.INFERENCE[("spearman", "independent")].units
+SCORE_BLOCKS = policy.INFERENCE[("scores", "independent", "networks")].units
+SPEARMAN_BLOCKS = policy.INFERENCE[("spearman", "independent", "networks")].units
 
 FILTERS: dict[str, Callable[[pd.DataFrame], pd.Series]] = {
     "all": lambda f: pd.Series(True, index=f.index),
@@ -242,7 +242,8 @@ def _spearman_data(f: pd.DataFrame, spec: TableSpec, ranked_calibrators, notes: 
         notes.append(f"{n_nan} of {len(rho)} groups had a constant estimate or truth "
                      f"(correlation undefined) and were skipped.")
     if rho.empty:   # keep the table's rows and units, every cell undefined
-        keys = [k for k in ("arch", "task", "shape", "size", "seed", "evaluator") if k in f]
+        keys = [k for k in ("arch", "network", "task", "shape", "size", "seed", "evaluator")
+                if k in f]
         rho = f[keys].drop_duplicates().assign(spearman=np.nan)
     return rho, "spearman"
 

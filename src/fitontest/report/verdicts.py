@@ -73,7 +73,7 @@ class Procedure:
         return np.asarray(out)
 
 
-_UNITS = policy.INFERENCE[("scores", "independent")].units
+_UNITS = policy.INFERENCE[("scores", "independent", "networks")].units
 NEW = Procedure("new: the design's clusters, all pairs, Holm", None, significance_markers)
 OLD = Procedure("old: (model, task, calibrator, seed) units, Wilcoxon vs best",
                 policy.Inference(units=_UNITS, clusters=_UNITS, min_clusters=2,
@@ -103,6 +103,38 @@ def aa_rate(world: ScoreWorld, procedures: Sequence[Procedure] = (OLD, NEW), *,
         aa = relabel_as_evaluators(f, groups, evaluator=list(world.effects)[0])
         for p in procedures:
             hits[p.name].append(p.worse(aa, world.measure, rows, alpha).mean())
+    out = []
+    for p in procedures:
+        h = np.asarray(hits[p.name], dtype=np.float64)
+        se = float(h.std(ddof=1) / np.sqrt(h.size)) if h.size > 1 else np.nan
+        out.append({"procedure": p.name, "rate": h.mean(), "mc_se": se, "replicates": h.size})
+    return pd.DataFrame(out)
+
+
+#: the fixed-network design: every (network, task, seed) an independent cluster,
+#: as if the study's networks were the population (the design before networks
+#: were replicated; config ``report.scope: networks``)
+FIXED_NETWORKS = Procedure("fixed networks: (network, task, seed) clusters",
+                           policy.INFERENCE[("scores", "independent", "networks")],
+                           significance_markers)
+
+
+def aa_rate_networks(world: ScoreWorld, procedures: Sequence[Procedure] = (FIXED_NETWORKS, NEW),
+                     *, n_rep: int = 200, seeds: int = 3, rows: Sequence[str] = ("size",),
+                     alpha: float = policy.ALPHA, rng_seed: int = 0) -> pd.DataFrame:
+    """False-positive rate of "significantly worse" in a world whose
+    evaluators are equal on average over networks (equal ``effects``, no
+    fixed interaction) but each network shifts them its own way
+    (``network_evaluator``): each replicate is a new study — new networks,
+    new test subsets — and a row with any column marked worse is a false
+    positive. Returns one line per procedure, as :func:`aa_rate`."""
+    if len(set(world.effects.values())) != 1 or world.fixed_sd.get("interaction", 0.0):
+        raise ValueError("an A/A world needs equal evaluator effects and no fixed interaction")
+    hits = {p.name: [] for p in procedures}
+    for r in range(int(n_rep)):
+        f = world.draw(int(seeds), rng_seed=[rng_seed, r])
+        for p in procedures:
+            hits[p.name].append(p.worse(f, world.measure, rows, alpha).mean())
     out = []
     for p in procedures:
         h = np.asarray(hits[p.name], dtype=np.float64)

@@ -42,7 +42,7 @@ import pandas as pd
 from fitontest.core.io import write_text
 from .frames import truths
 from .html_table import table_html
-from .policy import MAIN_TRUTH, SYNTHETIC_TRUTH
+from .policy import MAIN_TRUTH, SYNTHETIC_TRUTH, with_scope
 from .specs import build_tables
 from .table import Table, to_csv
 
@@ -98,9 +98,11 @@ def write_cd_diagram(table: Table, out_dir) -> list[Path]:
 def write_all(scores: pd.DataFrame | None, calibrators: pd.DataFrame | None, out_dir,
               synthetic: pd.DataFrame | None = None,
               ranked_calibrators: Sequence[str] | None = None,
-              main_truth: str = MAIN_TRUTH, cd_diagrams: bool = True) -> list[Path]:
+              main_truth: str = MAIN_TRUTH, cd_diagrams: bool = True,
+              scope: str = "architectures") -> list[Path]:
     """Write every table under every truth (naming scheme in the module docstring).
 
+    ``scope``: what the intervals generalise to (:func:`.policy.with_scope`).
     Returns the written paths; ``index.md`` (a list of the tables with their
     captions) is written last and is the final path.
     """
@@ -110,7 +112,8 @@ def write_all(scores: pd.DataFrame | None, calibrators: pd.DataFrame | None, out
                         "`NAME__TRUTH.*` exist for every truth estimator; `NAME.*` (no suffix) "
                         "are the main truth's. README \"Reading the tables\" explains the "
                         "intervals, markers and critical-difference diagrams.", ""]
-    frames = {"scores": scores, "calibrators": calibrators, "synthetic": synthetic}
+    frames = {"scores": with_scope(scores, scope), "calibrators": with_scope(calibrators, scope),
+              "synthetic": synthetic}
 
     def emit(tables: list[Table], truth: str, is_main: bool) -> None:
         for t in tables:

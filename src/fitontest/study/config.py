@@ -139,6 +139,13 @@ def check_pseudo_real(config: Mapping[str, Any]) -> None:
 
     # logit files first (their class count checks the tasks); other sources' data last
     kind, n_classes = _source_facts(config, check=config.get("data_source") == "logits")
+    if kind != "logits":
+        from .networks import networks
+
+        try:
+            networks(config)     # training.seeds, and network names that do not collide
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
     if kind == "images":
         from fitontest.vision.recipes import RECIPES   # torch-free
 

@@ -184,19 +184,22 @@ def draw_rows(holdout: Mapping[str, np.ndarray], positions: np.ndarray,
 def calibrator_draws(holdout: Mapping[str, np.ndarray], n_val: int, draws: int,
                      task_specs: Mapping[str, Any], multiclass_names: Sequence[str],
                      binary_names: Sequence[str], truths: Sequence[str], *, arch: str,
+                     network: str | None = None,
                      config_params: Mapping[str, Mapping[str, Any]] | None = None,
                      seed: int = 0, log=None) -> pd.DataFrame:
-    """Rows of draws 1..``draws`` of network ``arch`` (columns
-    :data:`CALIBRATOR_COLUMNS` + ``draw``), each fitted and measured on its
-    own points of the network's permutation (:func:`draw_layout`)."""
+    """Rows of draws 1..``draws`` of network ``network`` (default ``arch``) of
+    architecture ``arch`` (columns :data:`CALIBRATOR_COLUMNS` + ``draw``),
+    each fitted and measured on its own points of the network's permutation
+    (:func:`draw_layout`)."""
+    network = arch if network is None else network
     n = int(np.asarray(holdout["labels"]).size)
     parts = []
-    for d, (pos, measure) in enumerate(draw_layout(n, n_val, draws, seed, arch), start=1):
+    for d, (pos, measure) in enumerate(draw_layout(n, n_val, draws, seed, network), start=1):
         f = draw_rows(holdout, pos, task_specs, multiclass_names, binary_names, truths,
                       config_params=config_params, seed=seed, measure=measure)
-        parts.append(f.assign(arch=arch, **{CALIBRATOR_DRAW: d}))
+        parts.append(f.assign(arch=arch, network=network, **{CALIBRATOR_DRAW: d}))
         if log:
-            log(f"{arch}: draw {d} of {draws}: {len(f)} rows, fitted on {pos.size} and "
+            log(f"{network}: draw {d} of {draws}: {len(f)} rows, fitted on {pos.size} and "
                 f"measured on {measure.size} hold-out points")
     return pd.concat(parts, ignore_index=True)[CALIBRATOR_COLUMNS + [CALIBRATOR_DRAW]]
 

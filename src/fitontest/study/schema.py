@@ -1,12 +1,17 @@
 """Column contracts of the tidy result files every table is built from.
 
 ``scores.parquet`` (evaluators): one row per
-(arch, task, calibrator, evaluator, size, seed, truth). ``truth`` names the
+(arch, network, task, calibrator, evaluator, size, seed, truth): ``arch`` is the
+architecture, ``network`` one network of it (its training seed,
+:mod:`fitontest.study.networks`). ``truth`` names the
 true-map estimator the row was scored against, so each table can be built
 under every truth estimator by filtering one column.
 
 ``calibrators.parquet`` (post-hoc calibrators on the hold-out): one row per
-(arch, task, calibrator, truth).
+(arch, network, task, calibrator, truth).
+
+A frame written before the ``network`` column existed has one network per
+architecture: :func:`with_network` fills it in.
 
 Synthetic rows (``synthetic_scores.parquet``) use the evaluator columns with
 ``shape`` and ``ce_level`` in place of (arch, task, calibrator) and
@@ -14,7 +19,7 @@ Synthetic rows (``synthetic_scores.parquet``) use the evaluator columns with
 """
 from __future__ import annotations
 
-SCORE_KEYS = ["arch", "task", "calibrator", "evaluator", "size", "seed", "truth"]
+SCORE_KEYS = ["arch", "network", "task", "calibrator", "evaluator", "size", "seed", "truth"]
 SCORE_VALUES = [
     "ce_est",              # estimate without debiasing: plug-in mean |c_hat(s_i) - s_i|
                            # on the subset (smECE, KCE: their own estimate)
@@ -47,7 +52,7 @@ SCORE_COLUMNS = SCORE_KEYS + SCORE_VALUES
 #: (:func:`fitontest.report.policy.design_of`).
 SCORE_DESIGN = "subsets"
 
-CALIBRATOR_KEYS = ["arch", "task", "calibrator", "truth"]
+CALIBRATOR_KEYS = ["arch", "network", "task", "calibrator", "truth"]
 CALIBRATOR_VALUES = [
     "kind",        # "none", "multiclass" or "binary"
     "ceac",        # mean |c_hat_i - c'(c_hat_i)|: CE after calibration (Table 2)
@@ -64,3 +69,19 @@ CALIBRATOR_DRAW = "draw"
 
 SYNTHETIC_KEYS = ["shape", "ce_level", "evaluator", "size", "seed", "truth"]
 SYNTHETIC_COLUMNS = SYNTHETIC_KEYS + SCORE_VALUES
+
+
+def with_network(frame):
+    """``frame`` with a ``network`` column: as it is where it has one; else
+    (a frame of one network per architecture, written before the column
+    existed) the architecture's name, placed after ``arch`` (and in the
+    rows where it is missing)."""
+    if frame is None or "arch" not in frame.columns:
+        return frame
+    if "network" in frame.columns:
+        missing = frame["network"].isna()
+        return frame.assign(network=frame["network"].where(~missing, frame["arch"])) \
+            if missing.any() else frame
+    out = frame.copy()
+    out.insert(out.columns.get_loc("arch") + 1, "network", out["arch"])
+    return out

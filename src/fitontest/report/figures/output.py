@@ -162,7 +162,7 @@ def write_default_figures(scores_df: pd.DataFrame | None, out_dir, *, scores=Non
                           scheme: str = "ew", n_diagram: int = 10000, n_fit: int = 1000,
                           seed: int = 0, scores_key: str | None = None,
                           labels_key: str | None = None, log: Callable | None = None,
-                          band: float | None = 0.9) -> list[Path]:
+                          band: float | None = 0.9, scope: str = "architectures") -> list[Path]:
     """Figures of the default run, written as PDF + PNG into ``out_dir``.
 
     One model's hold-out (``scores``/``labels`` arrays, or ``calibrated_npz``,
@@ -176,10 +176,12 @@ def write_default_figures(scores_df: pd.DataFrame | None, out_dir, *, scores=Non
     ``ranking`` (first model and task, largest size). Missing inputs skip
     their figures. ``band``: the level of the map's band shaded on the
     reliability and fit-on-test diagrams (docs/methods/11-tests-and-bands.md §11.9; None: none).
+    ``scope``: what the summaries' intervals generalise to (:func:`.policy.with_scope`).
     Returns the written paths.
     """
     out_dir = Path(out_dir)
     paths: list[Path] = []
+    scores_df = policy.with_scope(scores_df, scope)
     s, y, c = _model_arrays(scores, labels, true_c, calibrated_npz, truth_npz, truth,
                             scores_key, labels_key)
     if s is not None and y is not None:
@@ -199,10 +201,10 @@ def write_default_figures(scores_df: pd.DataFrame | None, out_dir, *, scores=Non
                         ("cmee", "ce_error", "spearman"))
     if scores_df is not None and not scores_df.empty:
         f = one_truth(scores_df, truth)
-        arch, task = f["arch"].iloc[0], f["task"].iloc[0]
+        network, task = f["network"].iloc[0], f["task"].iloc[0]
         fig, ax = plt.subplots(figsize=(1.5 + 0.9 * (f["evaluator"].nunique() + 1), 4),
                                constrained_layout=True)
-        ranking_figure(f, arch, task, f["size"].max(), ax=ax)
+        ranking_figure(f, network, task, f["size"].max(), ax=ax)
         paths += save(fig, out_dir / "ranking")
     return paths
 
@@ -211,7 +213,7 @@ def write_all_figures(scores_df: pd.DataFrame | None, out_dir, *, models=None,
                       synthetic_df: pd.DataFrame | None = None, truth: str = MAIN_TRUTH,
                       evaluators=None, n_bins: int = 15, n_diagram: int = 10000,
                       n_fit: int = 1000, seed: int = 0, log: Callable | None = None,
-                      band: float | None = 0.9) -> list[Path]:
+                      band: float | None = 0.9, scope: str = "architectures") -> list[Path]:
     """Figures of the paper configuration.
 
     ``models``: mapping label -> dict with ``scores``, ``labels`` and optional
@@ -220,12 +222,13 @@ def write_all_figures(scores_df: pd.DataFrame | None, out_dir, *, models=None,
     four styles for EW and ES (``{label}_reliability_{scheme}_{style}``),
     ``{label}_fit_on_test`` and ``{label}_logit_logit``. From ``scores_df``:
     ``summary_by_size`` and ``summary_by_size_{ovr,confidence}``, and
-    ``ranking_{arch}_{task}`` for every model and task at the largest size.
+    ``ranking_{network}_{task}`` for every network and task at the largest size.
     Always ``synthetic_shapes``; with ``synthetic_df`` also
-    ``synthetic_summary_by_size``. ``band``: as in :func:`write_default_figures`.
+    ``synthetic_summary_by_size``. ``band``, ``scope``: as in :func:`write_default_figures`.
     """
     out_dir = Path(out_dir)
     paths: list[Path] = []
+    scores_df = policy.with_scope(scores_df, scope)
     for label, m in (models or {}).items():
         s, y, c = _model_arrays(m.get("scores"), m.get("labels"), m.get("true_c"),
                                 m.get("calibrated_npz"), m.get("truth_npz"), truth,
@@ -254,15 +257,15 @@ def write_all_figures(scores_df: pd.DataFrame | None, out_dir, *, models=None,
                                 "confidence")
         f = one_truth(scores_df, truth)
         size = f["size"].max()
-        for arch in order(f, "arch"):
+        for network in order(f, "network"):
             for task in order(f, "task"):
-                sub = f[(f["arch"] == arch) & (f["task"] == task)]
+                sub = f[(f["network"] == network) & (f["task"] == task)]
                 if sub.empty:
                     continue
                 fig, ax = plt.subplots(figsize=(1.5 + 0.9 * (sub["evaluator"].nunique() + 1), 4),
                                        constrained_layout=True)
-                ranking_figure(sub, arch, task, size, ax=ax)
-                paths += save(fig, out_dir / f"ranking_{arch}_{task}")
+                ranking_figure(sub, network, task, size, ax=ax)
+                paths += save(fig, out_dir / f"ranking_{network}_{task}")
     axes = synthetic_shapes_figure()
     paths += save(axes[0].figure, out_dir / "synthetic_shapes")
     if synthetic_df is not None and not synthetic_df.empty:

@@ -14,17 +14,20 @@ from ..frames import order, resolve_ranked_calibrators, select_truth, spearman_b
 from .. import policy
 from .axes import legend_outside, method_styles, new_ax
 
-def ranking_figure(scores_df: pd.DataFrame, arch, task, size, *, truth: str | None = None,
+def ranking_figure(scores_df: pd.DataFrame, network, task, size, *, truth: str | None = None,
                    seed=None, evaluators: Sequence[str] | None = None,
                    calibrators: Sequence[str] | None = None, squared: bool = False, ax=None):
-    """Figure 15: how each evaluator ranks the calibrators of one model/task
-    at one test size, next to the ranking by the true CE (first column).
+    """Figure 15: how each evaluator ranks the calibrators of one network and
+    task at one test size, next to the ranking by the true CE (first column).
 
-    Estimates and true CE are averaged over seeds unless ``seed`` is given.
-    Each evaluator's label shows its Spearman correlation with the truth.
+    ``network``: a value of the frame's ``network`` column (of ``arch`` in a
+    frame without one). Estimates and true CE are averaged over seeds unless
+    ``seed`` is given. Each evaluator's label shows its Spearman correlation
+    with the truth.
     """
     f = select_truth(scores_df, truth)
-    f = f[(f["arch"] == arch) & (f["task"] == task) & (f["size"] == size)]
+    key = "network" if "network" in f.columns else "arch"
+    f = f[(f[key] == network) & (f["task"] == task) & (f["size"] == size)]
     if seed is not None:
         f = f[f["seed"] == seed]
     if calibrators is not None:
@@ -32,7 +35,7 @@ def ranking_figure(scores_df: pd.DataFrame, arch, task, size, *, truth: str | No
     if evaluators is not None:
         f = f[f["evaluator"].isin(list(evaluators))]
     if f.empty:
-        raise ValueError(f"no score rows for arch={arch!r}, task={task!r}, size={size!r}")
+        raise ValueError(f"no score rows for {key}={network!r}, task={task!r}, size={size!r}")
     x, yv = ("ce_used_sq", "true_ce_sq") if squared else ("ce_used", "true_ce")
     evs = list(evaluators) if evaluators is not None else order(f, "evaluator")
     cals = order(f, "calibrator")
@@ -61,7 +64,7 @@ def ranking_figure(scores_df: pd.DataFrame, arch, task, size, *, truth: str | No
     ax.set_xlim(-1.2, len(cols) - 0.5)
     ax.set_ylim(len(cals) + 0.5, 0.5)
     ax.set_ylabel("rank of calibrator (1 = lowest CE)")
-    ax.set_title(f"{arch}, {task}, n = {size}" + (f", seed {seed}" if seed is not None else ""),
+    ax.set_title(f"{network}, {task}, n = {size}" + (f", seed {seed}" if seed is not None else ""),
                  fontsize=9)
     return ax
 
