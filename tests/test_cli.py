@@ -149,6 +149,7 @@ def bench_config() -> dict:
         split={"n_train": 1500, "n_val": 600, "n_holdout": 4000, "seed": 0},
         archs={"net": {"model": cfg["archs"]["resnet"]["model"], "recipe": "small",
                        "overrides": {"epochs": 1}}},
+        training={**cfg["training"], "seeds": [0]},       # one network: a quick bench
         tasks={"car": 1, "confidence": None},
         calibrators={"multiclass": ["none", "temps"], "binary": ["platt"]},
         truth=["isotonic"],
@@ -267,7 +268,7 @@ def test_bench_report_marks_ties_and_intervals_over_units():
            "significantly better)" in text
     assert "3 independent clusters (seed)" in text            # no design column: paper
     text = bench_report(pd.DataFrame(rows).assign(subsets="independent"), "good", "P", None)
-    assert "12 independent clusters (arch, task, seed)" in text
+    assert "12 independent clusters (network, task, seed)" in text
     # identical columns: "good is best" reads as what it is (the fourth outcome)
     assert "good: CMEE rank 1 of 3, simultaneous rank bounds 1–2 (equivalent: good and twin " \
            "within ±5 % of each other's mean cmee; the others significantly worse)" in text

@@ -40,7 +40,9 @@ def test_default_config_dry_run_lists_every_stage(tmp_path):
     missing = [s for s in STAGES if s not in counts]
     assert not missing, f"stages without jobs: {missing}\n{out.stdout[-2000:]}"
     cfg = load_config()
-    n_arch = len(cfg["archs"])
+    # every architecture once per training seed: three networks each
+    assert len(cfg["training"]["seeds"]) >= 3
+    n_arch = len(cfg["archs"]) * len(cfg["training"]["seeds"])
     assert counts["train"] == n_arch
     # batch.evaluators 16: per network one job for the 15 single-thread evaluators,
     # one for PL and PL3; every calibrator of a kind in one job; the synthetic
@@ -83,6 +85,8 @@ def tiny_config() -> dict:
         split={"n_train": 1500, "n_val": 600, "n_holdout": 4000, "seed": 0},
         archs={"net": {"model": cfg["archs"]["resnet"]["model"], "recipe": "small",
                        "overrides": {"epochs": 1}}},
+        # two networks of the one architecture: the networks are the clusters
+        training={**cfg["training"], "seeds": [0, 1]},
         tasks={"car": 1, "confidence": None},
         calibrators={"multiclass": ["none", "temps"], "binary": ["isotonic", "platt"],
                      "draws": 3},
@@ -122,7 +126,9 @@ def test_tiny_run_scores_cover_the_grid(tiny_run):
     want = {(a, t, c, e) for a in cfg["archs"] for t in cfg["tasks"]
             for c in ev["calibrators"] for e in evaluators}
     assert got == want
-    assert len(scores) == len(want) * len(ev["sizes"]) * len(ev["seeds"]) * len(cfg["truth"])
+    assert set(scores["network"]) == {"net", "net-s1"}
+    assert len(scores) == (len(want) * 2 * len(ev["sizes"]) * len(ev["seeds"])
+                           * len(cfg["truth"]))
     for col in ["ce_est", "true_ce", "ce_error", "cmee", "cmee_sq"]:
         vals = scores[col].to_numpy()
         assert np.isfinite(vals).all() and (vals >= 0).all(), col
@@ -207,7 +213,7 @@ def test_tiny_run_benchmarks_every_job(tiny_run):
 
     cfg = tiny_config()
     bench = tiny_run / "benchmarks"
-    archs = list(cfg["archs"])
+    archs = ["net", "net-s1"]          # the networks: the architecture at training seeds 0, 1
     want = {bench / "split.tsv"}
     want |= {bench / f"train/{a}.tsv" for a in archs}
     want |= {bench / f"export_logits/{a}.tsv" for a in archs}
@@ -305,14 +311,18 @@ def test_tiny_run_is_deterministic_in_its_split(tiny_run, tmp_path):
 
 
 def test_tiny_run_replicates_table2_over_validation_draws(tiny_run):
-    """calibrators.draws: 3 gives every calibrator rows of draws 1, 2 and 3 (the
-    validation split's own fits, draw 0, are not among them: docs/methods/06-truth-and-scores.md
-    §6.4), and Table 2's cells are over the (network, draw) clusters."""
+    """calibrators.draws: 3 gives every calibrator of every network rows of
+    draws 1, 2 and 3 (the validation split's own fits, draw 0, are not among
+    them: docs/methods/06-truth-and-scores.md §6.4), and Table 2's cells are
+    over the networks, the draws nested within them."""
     cal = pd.read_parquet(tiny_run / "calibrators.parquet")
-    per = cal.groupby(["task", "calibrator", "truth"])["draw"].apply(sorted)
+    per = cal.groupby(["network", "task", "calibrator", "truth"])["draw"].apply(sorted)
     assert per.map(lambda d: d == [1, 2, 3]).all()
+    assert set(cal["network"]) == {"net", "net-s1"} and set(cal["arch"]) == {"net"}
     ci = pd.read_csv(tiny_run / "tables" / "table2_ceac.ci.csv")
-    assert (ci["n_units"] == 3).all()          # 1 network x 3 draws
+    assert (ci["n_units"] == 2).all()          # 2 networks, their 3 draws within each
+    caption = (tiny_run / "tables" / "table2_ceac.md").read_text()
+    assert "networks of these architectures trained by this recipe" in caption
 
 
 def test_paper_config_scaled_down_runs_on_miniature_cifar5m(tmp_path):

@@ -6,11 +6,22 @@ from torch import nn
 
 
 class Float32Head(nn.Linear):
-    """A linear classifier that always computes in float32 (outside autocast)."""
+    """A linear classifier that always computes in float32 (outside autocast).
+
+    On a CPU its product is an explicit multiply and sum, ATen's own kernels,
+    not BLAS's matrix product: MKL runs other code on AMD than on Intel CPUs,
+    and its vendor-independent branch changes the last bits with the batch
+    size (benchmarks/measured/cpu_pins.md), so a network's weights and logits
+    would depend on the machine or on the export's batch size.
+    """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         with torch.autocast(device_type=x.device.type, enabled=False):
-            return super().forward(x.float())
+            x = x.float()
+            if x.device.type == "cpu":
+                out = (x.unsqueeze(-2) * self.weight).sum(-1)
+                return out if self.bias is None else out + self.bias
+            return super().forward(x)
 
 
 def init_weights(module: nn.Module) -> None:
