@@ -285,7 +285,9 @@ def rounding(n: int, ks=(10, 100, 1000), digits=(3, 4), seed: int = 0) -> pd.Dat
                     "divided": ece(r / r.sum(axis=1, keepdims=True), y),
                     "stored": evaluate_binary(ROUND_EVALUATOR, r[top],
                                               (top[1] == y).astype(int)).estimate,
-                    "moved": float(np.abs(door[top] - r[top]).max()), "half_unit": 0.5 * 10.0 ** -d})
+                    "moved": float(np.abs(door[top] - r[top]).max()),
+                    "divided_moved": float(np.abs(1 / r.sum(axis=1) - 1).max()),
+                    "half_unit": 0.5 * 10.0 ** -d})
     return pd.DataFrame(rows)
 
 
@@ -294,13 +296,14 @@ def rounding_lines(frame: pd.DataFrame) -> list[str]:
              "ones", "", "Door: the door's reading (rows shifted to sum to 1); divided: rows "
              "divided by their sums (the rule before issue 56); as stored: the rounded "
              "top-label confidences, unchanged. Moved: the largest change of a confidence by "
-             "the door; half-unit: the most rounding moved it.", "",
+             "the door; half-unit: the most rounding moved it; division's move: the largest "
+             "relative change of a confidence by division.", "",
              "| model | K | decimals | row sums | exact | door | divided | as stored | "
-             "moved | half-unit |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "moved | half-unit | division's move |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in frame.iterrows():
         lines.append(f"| {r.model} | {r.K} | {r.d} | {r.sum_min:.3f}–{r.sum_max:.3f} | "
                      f"{r.exact:.4f} | {r.door:.4f} | {r.divided:.4f} | {r.stored:.4f} | "
-                     f"{r.moved:.1e} | {r.half_unit:.0e} |")
+                     f"{r.moved:.1e} | {r.half_unit:.0e} | {100 * r.divided_moved:.1f} % |")
     worst = lambda c: 1e3 * (frame[c] - frame.exact).abs().max()
     lines += ["", f"- largest |ECE - exact ECE| (x 1e-3): door {worst('door'):.2f}, divided "
               f"{worst('divided'):.2f}, as stored {worst('stored'):.2f}; largest "
