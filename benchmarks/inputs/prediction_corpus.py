@@ -364,7 +364,8 @@ def report(frame: pd.DataFrame, cmd: str, seconds: tuple[float, float],
 
 
 def commit() -> str:
-    """The repository's commit (short), with ``+`` when the tree has changes."""
+    """The repository's commit (short), with ``+`` when the code measured here (the
+    package, this script) differs from it."""
     import subprocess
 
     def git(*args):
@@ -372,7 +373,7 @@ def commit() -> str:
                               cwd=Path(__file__).resolve().parent).stdout.strip()
 
     return (git("rev-parse", "--short", "HEAD") or "unknown") + \
-        ("+" if git("status", "--porcelain", "--untracked-files=no") else "")
+        ("+" if git("status", "--porcelain", "--", "../../src", ".") else "")
 
 
 def main(argv=None) -> None:
