@@ -330,7 +330,7 @@ def report(frame: pd.DataFrame, cmd: str, seconds: tuple[float, float],
     named = int((corrupt[[f"{e}_verdict" for e in eps]] == "rows named").to_numpy().sum())
     lines = [f"# Prediction files through the three entry points (`{cmd}`)", "",
              f"{len(frame)} files, {time.strftime('%Y-%m-%d')}, commit {commit()}; wall "
-             f"{seconds[0]:.0f} s, {seconds[1]:.0f} CPU-s (this process).", "",
+             f"{seconds[0]:.0f} s, {seconds[1]:.0f} CPU-s (this process) on {machine()}.", "",
              f"- silent misreads (read as the wrong kind, no error): **{silent}**",
              f"- corrupted-row files stopped by an error naming the bad rows: **{named}** of "
              f"{len(corrupt) * len(eps)} readings",
@@ -361,6 +361,14 @@ def report(frame: pd.DataFrame, cmd: str, seconds: tuple[float, float],
     if shifts is not None:
         lines += rounding_lines(shifts)
     return "\n".join(lines) + "\n"
+
+
+def machine() -> str:
+    """The machine in words: its cores and its load when the report was written."""
+    import os
+
+    return (f"{os.cpu_count()} cores, load average "
+            f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} at the end")
 
 
 def commit() -> str:
