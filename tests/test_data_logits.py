@@ -66,7 +66,8 @@ def _write_npz(path, d, **change):
     ({"labels_val": np.zeros(39, dtype=np.int64)}, r"val shape mismatch: 40 logit rows but 39"),
     ({"logits_test": np.zeros((60, 4)), "labels_test": np.zeros(60, dtype=np.int64)},
      r"shape mismatch: validation logits have 5 classes, test"),
-    ({"logits_val": np.full((40, 5), np.nan)}, r"val logits contain NaN or infinity"),
+    ({"logits_val": np.full((40, 5), np.nan)},
+     r"contain NaN or infinity in 40 of 100 rows: val row 0, val row 1, .* and 32 more"),
     ({"labels_test": np.full(60, 5)}, r"test labels out of range 0..4"),
     ({"labels_test": np.full(60, -1)}, r"test labels out of range"),
     ({"labels_val": np.full(40, 0.5)}, r"val labels must be integer class indices"),
@@ -140,7 +141,8 @@ def test_config_check_reads_every_file_before_any_job(tmp_path):
     assert any("capped at the 60 test points" in n for n in facts["notes"])
     assert L.study_facts(_real_config(tmp_path))["notes"] == []
     _write_npz(tmp_path / "broken.npz", d, logits_test=np.full((60, 5), np.inf))
-    with pytest.raises(ConfigError, match=r"'logits'.*broken\.npz: test logits contain NaN"):
+    with pytest.raises(ConfigError, match=r"'logits'.*broken\.npz contain NaN or infinity in "
+                                          r"60 of 100 rows: test row 0, test row 1"):
         check_config(_real_config(tmp_path))
 
 
@@ -214,12 +216,18 @@ def test_zero_probabilities_are_clipped_and_mixed_files_stop(tmp_path):
     assert got.kind == "probabilities" and "4 zeros clipped" in got.notes[0]
     assert np.isfinite(got.data["test"][0]).all()
     assert softmax(got.data["test"][0][0])[0] == pytest.approx(1.0)
-    # most rows probabilities, one not: neither guess is safe
+    # most rows probabilities, one not: a corrupted row, named, never logits
     z[3] = [0.5, 0.6, 0.0, 0.0, 0.0]
     L.write_npz(tmp_path / "mixed.npz", d)
-    with pytest.raises(ValueError, match=r"mixed\.npz: cannot tell probabilities from logits.*"
-                                         r"1 of \d+ rows do not sum to 1.*test row 3 is.*"
-                                         r"logits.kind: probabilities"):
+    with pytest.raises(ValueError, match=r"mixed\.npz: 1 of \d+ rows are not probability "
+                                         r"vectors.*other \d+ are: test row 3; test row 3 is.*"
+                                         r"logits.kind: probabilities to renormalise"):
+        L.read_logits(tmp_path / "mixed.npz")
+    z[3] = [1.2, -0.2, 0.0, 0.0, 0.0]                  # sums to 1, one entry negative
+    L.write_npz(tmp_path / "mixed.npz", d)
+    with pytest.raises(ValueError, match=r"1 of \d+ rows are not probability vectors.*: "
+                                         r"test row 3; .*drop these rows \(they are not "
+                                         r"logits: the others are probabilities\)$"):
         L.read_logits(tmp_path / "mixed.npz")
     # float16 probabilities: rows off 1 by their rounding still count
     h = _as_probs(_data(k=10), np.float16)

@@ -9,7 +9,7 @@ import pytest
 PUBLIC = ["fitontest", "fitontest.api", "fitontest.metrics", "fitontest.calibrated_classifier",
           "fitontest.families", "fitontest.multiclass", "fitontest.inference.intervals",
           "fitontest.core.calibration_error", "fitontest.core.extras",
-          "fitontest.core.prediction_files"]
+          "fitontest.core.prediction_files", "fitontest.core.predictions"]
 
 
 @pytest.mark.parametrize("name", PUBLIC)

@@ -101,12 +101,14 @@ def test_ambiguous_files_name_the_switch_of_each_entry_point(tmp_path, capsys):
 def test_a_renormalisation_is_said_once_with_its_deviation(tmp_path, capsys):
     z, y = corpus.model(100, 500)
     p = np.round(softmax(z, axis=1), 4)
-    with pytest.warns(UserWarning, match=r"renormalised.*largest \|row sum - 1\| [0-9.e-]+, "
-                                         r"within the [0-9.e-]+ that rounded to 4 decimals"):
+    with pytest.warns(UserWarning, match=r"shifted to sum to 1.*largest \|row sum - 1\| "
+                                         r"[0-9.e-]+, within the [0-9.e-]+ that rounded to 4 "
+                                         r"decimals allows; no entry moved more than [0-9.e-]+, "
+                                         r"where the rounding moved each by up to 5e-05"):
         fitontest.evaluate(p, y, evaluator="ece_es15", test=None)
     np.savez(tmp_path / "p.npz", probs=p, labels=y)
     _, err = _cli_estimate(capsys, tmp_path / "p.npz")
-    assert err.count("renormalised") == 1 and err.count("\n") == 1
+    assert err.count("shifted to sum to 1") == 1 and err.count("\n") == 1
     # exact rows: nothing to say
     np.savez(tmp_path / "e.npz", probs=softmax(z, axis=1), labels=y)
     assert _cli_estimate(capsys, tmp_path / "e.npz")[1] == ""
@@ -123,7 +125,8 @@ def test_binary_values_and_rows_that_rounding_erased():
     assert predictions.read(p1[:, None]).probs.shape == (4, 2)
     # K = 1000 spread thin and rounded to 2 decimals: a row rounded to all zeros
     flat = np.round(np.full((3, 1000), 1e-3), 2)
-    with pytest.raises(ValueError, match="row 0 sums to 0.*more precision"):
+    with pytest.raises(ValueError, match=r"3 of 3 rows sum to 0 \(row 0, row 1, row 2\).*more "
+                                         "precision"):
         predictions.read(flat)
 
 
@@ -182,6 +185,99 @@ def test_the_corpus_reads_alike_through_every_entry_point(tmp_path):
         if r.api != "error":
             assert r.probs_diff <= 1e-9, r.file           # the same probabilities
             assert r.api_ece == r.cli_ece or abs(r.api_ece - r.cli_ece) < 1e-12, r.file
-        # no silent misread: the right kind, or a clear error where no rule can tell
-        expected = "error" if r.truth == "ambiguous" else r.truth
+        # no silent misread: the right kind, or a clear error where no rule can tell, or
+        # one naming the bad rows of a corrupted file (at every entry point)
+        expected = "error" if r.truth in ("ambiguous", "corrupted") else r.truth
         assert r.api == expected, (r.file, r.api_msg)
+        if r.truth == "corrupted":
+            assert {r[f"{e}_verdict"] for e in eps} == {"rows named"}, r.file
+
+
+# --- corrupted rows and rounded rows (issue 56) -----------------------------------------
+
+def _dirichlet(n=2000, k=10):
+    rng = np.random.default_rng(56)
+    p = rng.dirichlet(np.full(k, 0.5), size=n)
+    return p, (rng.random(n)[:, None] > np.cumsum(p, axis=1)[:, :-1]).sum(axis=1)
+
+
+@pytest.mark.parametrize("name", ["bad1row", "bad1pct", "nanrow", "zerorow"])
+def test_corrupted_rows_are_an_error_naming_them_never_logits(tmp_path, capsys, name):
+    z, y = corpus.model(10, 2000)
+    a = corpus.variant(name, z)
+    bad = corpus.bad_rows(name, 2000)
+    assert (name == "bad1pct") == (len(bad) == 20)
+    named = ", ".join(f"row {i}" for i in bad[:predictions.SHOWN])
+    with pytest.raises(ValueError, match=rf"{len(bad)} of 2000 rows.*: {named}\b"):
+        fitontest.evaluate(a, y, evaluator="ece_es15")
+    # declared probabilities: a clear error too; declared logits: not read as logits either
+    with pytest.raises(ValueError, match=rf"{len(bad)} of 2000 rows.*{named}"):
+        fitontest.evaluate(a, y, from_logits=False)
+    if name != "nanrow":
+        with pytest.raises(ValueError, match=rf"declared logits.*{2000 - len(bad)} of 2000 rows "
+                                             "are probability vectors"):
+            fitontest.evaluate(a, y, from_logits=True)
+    # the CLI, the array stored under `probs`: one error line naming the rows
+    np.savez(tmp_path / "p.npz", probs=a, labels=y)
+    assert cli.main(["evaluate", str(tmp_path / "p.npz")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{len(bad)} of 2000 rows" in err and named in err, err
+    with pytest.raises(ValueError, match=named):
+        L.load(tmp_path / "p.npz", split={"n_val": 0.5})
+
+
+def test_the_issues_dirichlet_file_stops_where_it_read_as_logits():
+    p, y = _dirichlet()
+    clean = fitontest.evaluate(p, y, evaluator="ece_es15", test=None).estimate
+    p[1] = 0.0
+    p[1, :2] = 1.2, -0.2
+    with pytest.raises(ValueError, match=r"1 of 2000 rows are not probability vectors.*: "
+                                         r"row 1; row 1 is \[ 1.2 -0.2"):
+        fitontest.evaluate(p, y, evaluator="ece_es15", test=None)
+    assert fitontest.evaluate(np.delete(p, 1, 0), np.delete(y, 1), evaluator="ece_es15",
+                              test=None).estimate == pytest.approx(clean, abs=2e-3)
+    # logits stay logits: a negative entry in (nearly) every row, none a probability vector
+    assert predictions.read(np.log(np.delete(p, 1, 0))).kind == "logits"
+
+
+def test_binary_values_with_a_few_outside_zero_one_are_named():
+    s = np.random.default_rng(0).random(500)
+    s[[3, 40]] = -0.2, 1.3
+    with pytest.raises(ValueError, match=r"2 of 500 rows are not probabilities.*row 3, row 40.*"
+                                         "from_logits=True"):
+        predictions.read(s)
+    with pytest.raises(ValueError, match=r"2 of 500 values do not \(row 3, row 40"):
+        predictions.read(s, "probabilities")
+    # a binary model's logits, a third of them in [0, 1] by chance, are logits
+    assert predictions.read(np.random.default_rng(1).normal(0.5, 1.0, 500)).kind == "logits"
+
+
+@pytest.mark.parametrize("k", [10, 100, 1000])
+@pytest.mark.parametrize("d", [3, 4])
+def test_rounded_rows_move_no_score_by_more_than_the_rounding(k, d):
+    z, y = corpus.model(k, 500)
+    for scale in (1.0, 0.5):                    # the corpus model and a flatter one
+        r = np.round(softmax(scale * z, axis=1), d)
+        got = predictions.read(r)
+        assert got.shifted and got.rounding == 0.5 * 10.0 ** -d
+        np.testing.assert_allclose(got.probs.sum(axis=1), 1.0, atol=1e-12)
+        assert (got.probs >= 0).all()
+        # every entry, so every task's score (p_k, max_k p_k), within the rounding; the
+        # predicted class kept
+        assert np.abs(got.probs - r).max() <= got.moved <= 0.5 * 10.0 ** -d + 1e-12
+        assert (got.probs.argmax(axis=1) == r.argmax(axis=1)).all()
+        # dividing by the row sums does not keep to it where classes round to 0
+        if k == 1000 and d == 3 and scale == 0.5:
+            assert np.abs(r / r.sum(axis=1, keepdims=True) - r).max() > 10 * got.moved
+
+
+def test_the_shift_is_the_nearest_probability_row():
+    x = np.array([[0.5, 0.3, 0.0, 0.0], [0.7, 0.4, 0.0, 0.0], [0.25, 0.25, 0.25, 0.25]])
+    p = predictions.to_simplex(x)
+    np.testing.assert_allclose(p, [[0.55, 0.35, 0.05, 0.05], [0.65, 0.35, 0.0, 0.0],
+                                   [0.25, 0.25, 0.25, 0.25]], atol=1e-12)
+    # nearer than any other probability row (random ones, and the rows divided by their sums)
+    rng = np.random.default_rng(0)
+    for row, q in zip(x, p):
+        others = np.vstack([rng.dirichlet(np.ones(4), 200), row / row.sum()])
+        assert (np.linalg.norm(others - row, axis=1) >= np.linalg.norm(q - row) - 1e-12).all()

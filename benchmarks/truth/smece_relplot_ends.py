@@ -16,11 +16,17 @@ import relplot
 from fitontest import families
 
 
+#: the sample: n scores, k of them within eps of an end, true rate miss / 1 - miss there
+N, K, MISS = 2000, 1600, 0.3
+
+
 def main() -> None:
     warnings.simplefilter("ignore")
+    print(f"sample: n = {N}, {K} scores ({100 * K / N:.0f} %) within eps of 0 or 1, true rates "
+          f"{MISS} / {1 - MISS} there")
     for eps in (0.0, 1e-6, 1e-4, 1e-3, 3e-3, 1e-2):
         rng = np.random.default_rng(2)
-        n, k, miss = 2000, 1600, 0.3
+        n, k, miss = N, K, MISS
         s = rng.uniform(0, 1, n)
         q = s.copy()
         near, side = rng.uniform(0, eps, k), rng.integers(0, 2, k)

@@ -143,11 +143,13 @@ def class_probabilities(probs_or_logits: Any, from_logits: bool | None = None) -
         binary model's P(class 1) (or its logit). numpy, pandas and torch
         inputs are accepted, in any float dtype.
     from_logits : bool or None, default None
-        None: the rows decide -- a negative entry makes them logits, rows in
-        [0, 1] summing to 1 within what their storage can lose (rounding to d
-        decimals, float16, bfloat16) probabilities, renormalised; other
-        non-negative arrays are an error naming this switch. True: logits (a
-        softmax, a sigmoid for 1-D); False: probabilities (renormalised).
+        None: the rows decide -- rows in [0, 1] summing to 1 within what
+        their storage can lose (rounding to d decimals, float16, bfloat16)
+        are probabilities, brought to sum to 1; probability rows but for a
+        few are an error naming the others; otherwise a negative entry makes
+        them logits, and other non-negative arrays are an error naming this
+        switch. True: logits (a softmax, a sigmoid for 1-D); False:
+        probabilities (renormalised).
 
     Returns
     -------
@@ -156,14 +158,16 @@ def class_probabilities(probs_or_logits: Any, from_logits: bool | None = None) -
     Raises
     ------
     ValueError
-        Rows the rule cannot settle, a declared kind the rows contradict, NaN
-        or infinity, a wrong shape.
+        Rows the rule cannot settle, corrupted rows among probability rows
+        (naming them), a declared kind the rows contradict, NaN or infinity
+        (naming the rows), a wrong shape.
 
     Warns
     -----
     UserWarning
-        Rows renormalised by more than 1e-4 (said once, with the largest
-        deviation); logits declared for 1-D values that all lie in [0, 1].
+        Rows brought to sum to 1 from more than 1e-4 away (said once, with
+        the largest deviation); logits declared for 1-D values that all lie
+        in [0, 1].
 
     Examples
     --------
@@ -319,7 +323,8 @@ def evaluate(probs_or_logits: Any, labels: Any, evaluator: Any = "ece_es_cv",
     probs_or_logits : array-like of shape (n, K) or (n,)
         Class probabilities or logits (log-probabilities included); rows
         rounded to d >= 2 decimals or stored in float16 / bfloat16 are
-        recognised and renormalised. A 1-D array is a binary model's
+        recognised and brought to sum to 1 (rows of probabilities but for
+        a few are an error naming them). A 1-D array is a binary model's
         P(class 1). numpy arrays, pandas objects and torch tensors (any
         device) are accepted.
     labels : array-like of shape (n,)

@@ -51,10 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
         "            one column per class (one column: P(class 1)) and a label column\n"
         "            named as in .npz (or --labels-key); columns named id, index, idx,\n"
         "            sample, sample_id, image, image_id are ignored\n\n"
-        "Probabilities or logits: the rows decide, never the name. A negative entry makes\n"
-        "them logits; rows in [0, 1] summing to 1 within what their storage loses (rounding\n"
-        "to d decimals, float16, bfloat16) are probabilities, renormalised; any other\n"
-        "non-negative array is an error until --kind says which.\n"
+        "Probabilities or logits: the rows decide, never the name. Rows in [0, 1] summing\n"
+        "to 1 within what their storage loses (rounding to d decimals, float16, bfloat16)\n"
+        "are probabilities, brought to sum to 1; probability rows but for a few are an\n"
+        "error naming the others; otherwise a negative entry makes them logits, and any\n"
+        "other non-negative array is an error until --kind says which.\n"
         "Bad input: one line on stderr, exit status 2, nothing written.")
     ev.add_argument("pred", metavar="PRED", help="predictions: .npz, .npy, .csv or .parquet "
                     "(formats above)")

@@ -7,23 +7,29 @@ workflow's logit source (:mod:`fitontest.data.logits`) all call :func:`read`.
 
 The rule, by the rows and never by an array's name (``kind="auto"``):
 
-- a negative entry anywhere (below -1e-6, :data:`SLACK`): **logits**
-  (log-probabilities included), as probabilities are never negative;
 - every entry in [0, 1] and every row summing to 1 within what the array's
   storage can lose (:func:`storage_tolerance`): **probabilities**, each row
-  renormalised (said, with the largest deviation, when it exceeds
-  :data:`ROW_SUM_ATOL`);
+  brought to sum to 1 (:func:`to_simplex`; said, with the largest deviation,
+  when it exceeds :data:`ROW_SUM_ATOL`);
+- most rows probability vectors (:data:`MOST`) but some not -- an entry
+  below 0 or above 1, a row of zeros, a row far from 1: **corrupted rows**,
+  a ValueError naming them. A logit row is almost never a probability
+  vector, so such an array is probabilities with bad rows, never logits;
+- otherwise a negative entry anywhere (below -1e-6, :data:`SLACK`):
+  **logits** (log-probabilities included), as probabilities are never
+  negative;
 - anything else (every entry non-negative, but an entry above 1 or a row
   far from summing to 1: shifted or ReLU logits, percentages, multi-label
   sigmoids): **ambiguous**, a ValueError naming the array and the switch that
   settles it (``from_logits`` / ``--kind`` / ``logits.kind``).
 
-A 1-D array is a binary model's P(class 1) (or its logit): negative values
-make it logits, values in [0, 1] probabilities, non-negative values above 1
-are ambiguous. A declared kind (``"probabilities"``, ``"logits"``) that the
-rows contradict stops with one ValueError: negative "probabilities", or
-"logits" whose every row is a probability vector (their softmax is a
-squashed, near-uniform model: every CE would be wrong). Declared
+A 1-D array is a binary model's P(class 1) (or its logit): values in [0, 1]
+are probabilities, negative values logits, non-negative values above 1
+ambiguous; all but a few in [0, 1] (:data:`MOST_1D`) is an error naming the
+others. A declared kind (``"probabilities"``, ``"logits"``) that the rows
+contradict stops with one ValueError: negative "probabilities" (naming the
+rows), or "logits" most of whose rows are probability vectors (their softmax
+is a squashed, near-uniform model: every CE would be wrong). Declared
 probabilities are renormalised whatever their row sums (a percentage table
 reads right); a row summing to 0 is an error.
 
@@ -66,6 +72,18 @@ _TINY = 2.0 ** -24
 #: Log-probabilities are never confused by it: all but the top entry of a row
 #: lie far below -1e-6
 SLACK = 1e-6
+#: the share of an (n, K) array's rows that, being probability vectors, makes
+#: the array probabilities (its other rows corrupted): a row of logits is a
+#: probability vector only by a coincidence of K values (about 1 row in 500
+#: for K = 2 logits rounded to 2 decimals), so half the rows never happens by chance
+MOST = 0.5
+#: the same for a 1-D array, whose values lie in [0, 1] by chance far more
+#: often (a weak binary model's logits: a tenth to a third of them); a logit
+#: array with 19 in 20 values in [0, 1] is a near-constant model either way,
+#: and the error names the switch
+MOST_1D = 0.95
+#: how many bad rows an error lists by name
+SHOWN = 8
 
 
 @dataclass(frozen=True)
@@ -147,10 +165,14 @@ def storage_tolerance(x: np.ndarray, dtype=None) -> tuple[float, str]:
 class Reading:
     """What :func:`read` found: ``kind`` (``probabilities`` or ``logits``),
     decided ``by`` the rows or ``declared``; ``probs`` (n, K) float64 rows
-    summing to 1 (the renormalised probabilities, or the softmax of the
+    summing to 1 (the probabilities brought to sum 1, or the softmax of the
     logits; a 1-D input as its two columns); ``deviation`` the largest
     |row sum - 1| of probabilities as given, ``tolerance`` and ``storage``
-    what the rule allowed them and why; ``where`` the array's name."""
+    what the rule allowed them and why; ``moved`` the largest change of an
+    entry on the way to ``probs``, ``shifted`` whether rows were shifted
+    (:func:`to_simplex`) rather than divided by their sums, ``rounding`` how
+    far rounding to decimals may have moved an entry (half a unit of the last
+    decimal; 0 for other storage); ``where`` the array's name."""
 
     kind: str
     by: str
@@ -160,6 +182,9 @@ class Reading:
     tolerance: float = 0.0
     storage: str = ""
     where: str = "predictions"
+    moved: float = 0.0
+    shifted: bool = False
+    rounding: float = 0.0
 
     def logits(self) -> np.ndarray:
         """float64 logits whose softmax gives :attr:`probs`: the logits as
@@ -170,15 +195,19 @@ class Reading:
         return log_probabilities(self.probs)
 
     def note(self) -> str | None:
-        """One line worth saying, or None: the renormalisation of rows that
-        missed 1 by more than :data:`ROW_SUM_ATOL` (rounding, low precision,
-        declared probabilities off 1)."""
+        """One line worth saying, or None: rows that missed 1 by more than
+        :data:`ROW_SUM_ATOL` (rounding, low precision, declared probabilities
+        off 1), how they were brought to 1 and how far that moved an entry."""
         if self.kind != "probabilities" or self.deviation <= ROW_SUM_ATOL:
             return None
         why = (f", within the {self.tolerance:.2g} that {self.storage or 'storage'} allows"
                if self.by == "rows" else " (declared probabilities)")
-        return (f"{self.where}: rows renormalised to sum to 1 (largest |row sum - 1| "
-                f"{self.deviation:.3g}{why})")
+        if not self.shifted:
+            return (f"{self.where}: rows renormalised to sum to 1 (largest |row sum - 1| "
+                    f"{self.deviation:.3g}{why})")
+        return (f"{self.where}: rows shifted to sum to 1, to the nearest probability rows "
+                f"(largest |row sum - 1| {self.deviation:.3g}{why}; no entry moved more than "
+                f"{self.moved:.2g}, where the rounding moved each by up to {self.rounding:.2g})")
 
 
 def log_probabilities(p) -> np.ndarray:
@@ -192,17 +221,39 @@ def log_probabilities(p) -> np.ndarray:
     return np.log(np.maximum(np.asarray(p, dtype=np.float64), PROB_FLOOR))
 
 
+def to_simplex(x) -> np.ndarray:
+    """The nearest probability rows (Euclidean) to the rows of ``x``:
+    ``max(x - theta, 0)`` with one ``theta`` a row (the sort-based projection
+    of Held, Wolfe and Crowder 1974; Duchi et al. 2008, fig. 1).
+
+    Why not divide by the row sum: rounding to d decimals moves every entry by
+    up to u = half of 10^-d *whatever its size*, so a K = 1000 row rounded to
+    3 decimals can miss 1 by 0.03 and division would raise its top entry by 3 %,
+    far beyond u. When some probability row lies within u of every entry of
+    ``x`` (the true row does), the projection moves no entry by more than u, and
+    it keeps the order of the entries (so the predicted class).
+
+    >>> to_simplex([[0.6, 0.6, 0.0], [0.4, 0.5, 0.0]]).round(4)
+    array([[0.5   , 0.5   , 0.    ],
+           [0.4333, 0.5333, 0.0333]])
+    """
+    x = np.asarray(x, dtype=np.float64)
+    u = -np.sort(-x, axis=1)                               # each row descending
+    css = np.cumsum(u, axis=1) - 1.0
+    ks = np.arange(1, x.shape[1] + 1)
+    rho = np.count_nonzero(u - css / ks > 0, axis=1)       # the entries kept positive
+    theta = css[np.arange(x.shape[0]), rho - 1] / rho
+    return np.maximum(x - theta[:, None], 0.0)
+
+
 def _row(x: np.ndarray, i: int) -> str:
     return np.array2string(x[i], precision=4, threshold=6)
 
 
-def _renormalised(x, where, sums, what, label):
-    zero = np.flatnonzero(sums <= 0)
-    if zero.size:
-        raise ValueError(f"{where}: {label(int(zero[0]))} sums to 0 ({zero.size} row(s)), so it "
-                         f"cannot be renormalised{what}; store the probabilities with more "
-                         "precision")
-    return x / sums[:, None]
+def _named(rows: np.ndarray, label) -> str:
+    """The first :data:`SHOWN` of ``rows`` by their labels, and how many more."""
+    shown = ", ".join(label(int(i)) for i in rows[:SHOWN])
+    return shown + (f" and {rows.size - SHOWN} more" if rows.size > SHOWN else "")
 
 
 def _check_kind(kind) -> str:
@@ -211,7 +262,7 @@ def _check_kind(kind) -> str:
     return kind
 
 
-def _as_float(a, where: str) -> tuple[np.ndarray, object]:
+def _as_float(a, where: str, label) -> tuple[np.ndarray, object]:
     raw = to_numpy(a, where)
     if raw.dtype == bool or not np.issubdtype(raw.dtype, np.number) or np.iscomplexobj(raw):
         raise ValueError(f"{where} must be a real numeric array, got dtype {raw.dtype}")
@@ -228,18 +279,33 @@ def _as_float(a, where: str) -> tuple[np.ndarray, object]:
     bad = ~np.isfinite(x) if x.ndim == 1 else ~np.isfinite(x).all(axis=1)
     if bad.any():
         rows = np.flatnonzero(bad)
-        raise ValueError(f"{where} contain NaN or infinity: {rows.size} row(s), first at row "
-                         f"{rows[0]}")
+        raise ValueError(f"{where} contain NaN or infinity in {rows.size} of {x.shape[0]} "
+                         f"rows: {_named(rows, label)}")
     dtype = getattr(a, "dtype", raw.dtype)
     return x, dtype
 
 
-def _read_binary(x, kind, where, switch) -> Reading:
+def _corrupted(x, where, bad, label, what: str, fix: str) -> ValueError:
+    """The error of an array whose rows are probabilities but for ``bad``."""
+    rows = np.flatnonzero(bad)
+    first = int(rows[0])
+    shown = f"{_row(x, first)} (sum {x[first].sum():.6g})" if x.ndim == 2 else f"{x[first]:.6g}"
+    return ValueError(f"{where}: {rows.size} of {x.shape[0]} rows are not {what}, though the "
+                      f"other {x.shape[0] - rows.size} are: {_named(rows, label)}; "
+                      f"{label(first)} is {shown}. {fix}")
+
+
+def _read_binary(x, kind, where, switch, label) -> Reading:
     """A 1-D array: a binary model's P(class 1), or its logit."""
     from .validation import sigmoid
 
+    outside = (x < -SLACK) | (x > 1 + SLACK)
     negative, above = bool((x < -SLACK).any()), bool((x > 1 + SLACK).any())
     if kind == "auto":
+        if outside.any() and outside.mean() <= 1 - MOST_1D:
+            raise _corrupted(x, where, outside, label, "probabilities (in [0, 1])",
+                             f"Correct or drop them; if the array holds logits of "
+                             f"P(class 1), set {switch.logits}")
         if not negative and above:
             raise ValueError(f"{where}: cannot tell probabilities from logits: every value is "
                              f"non-negative but some exceed 1 (max {x.max():.6g}); set "
@@ -250,9 +316,11 @@ def _read_binary(x, kind, where, switch) -> Reading:
         by = "declared"
     if kind == "probabilities":
         if negative or above:
+            rows = np.flatnonzero(outside)
             raise ValueError(f"{where} holds a binary model's P(class 1) and must lie in "
-                             f"[0, 1] (range {x.min():.6g} .. {x.max():.6g}); for logits set "
-                             f"{switch.logits}")
+                             f"[0, 1]: {rows.size} of {x.size} values do not "
+                             f"({_named(rows, label)}; range {x.min():.6g} .. {x.max():.6g}); "
+                             f"for logits set {switch.logits}")
         p1 = np.clip(x, 0.0, 1.0)
     else:
         if by == "declared" and not (negative or above):
@@ -262,6 +330,25 @@ def _read_binary(x, kind, where, switch) -> Reading:
                           "model's: drop the switch", UserWarning, stacklevel=4)
         p1 = sigmoid(x)
     return Reading(kind, by, np.column_stack([1.0 - p1, p1]), x, where=where)
+
+
+def _to_one(x, where, label, what: str, rounded: bool):
+    """(rows summing to 1, largest entry change): rows that rounding to
+    decimals explains are shifted (:func:`to_simplex`), others divided by
+    their sums; a row summing to 0 is an error naming the rows."""
+    sums = x.sum(axis=1)
+    zero = np.flatnonzero(sums <= 0)
+    if zero.size:
+        raise ValueError(f"{where}: {zero.size} of {x.shape[0]} rows sum to 0 "
+                         f"({_named(zero, label)}), so they cannot be brought to sum to 1"
+                         f"{what}; store the probabilities with more precision, or drop them")
+    # rows at 1 up to float64 summation (K ulps) are left bit for bit: reading read's own
+    # output again (the CLI hands its probabilities on) must not move a tied score
+    off = np.flatnonzero(np.abs(sums - 1.0) > x.shape[1] * np.finfo(np.float64).eps)
+    probs = x.copy()
+    if off.size:
+        probs[off] = to_simplex(x[off]) if rounded else x[off] / sums[off, None]
+    return probs, float(np.abs(probs - x).max()) if off.size else 0.0
 
 
 def read(a, kind: str = "auto", *, where: str = "predictions", switch: Switch = API,
@@ -291,21 +378,31 @@ def read(a, kind: str = "auto", *, where: str = "predictions", switch: Switch = 
     Raises
     ------
     ValueError
-        NaN or infinity, a wrong shape or dtype, ambiguous rows, a declared
-        kind the rows contradict, a probability row summing to 0.
+        NaN or infinity, a wrong shape or dtype, corrupted rows among
+        probability rows (naming them), ambiguous rows, a declared kind the
+        rows contradict, a probability row summing to 0.
     """
     kind = _check_kind(kind)
-    x, dtype = _as_float(a, where)
-    if x.ndim == 1:
-        return _read_binary(x, kind, where, switch)
     label = row_label or (lambda i: f"row {i}")
+    x, dtype = _as_float(a, where, label)
+    if x.ndim == 1:
+        return _read_binary(x, kind, where, switch, label)
     negative = (x < -SLACK).any(axis=1)
     sums = x.sum(axis=1)
     dev = np.abs(sums - 1.0)
     tol, what = storage_tolerance(x, dtype)
     in_unit = ~negative & ~(x > 1 + SLACK).any(axis=1)
     rows_ok = in_unit & (dev <= tol)
+    most = rows_ok.mean() >= MOST
+    vectors = f"probability vectors (entries in [0, 1], summing to 1 within {tol:.2g})"
     if kind == "auto":
+        if most and not rows_ok.all():
+            # non-negative rows off 1 may be meant (a row of counts): the switch renormalises
+            rescue = not (negative | (sums <= 0))[~rows_ok].any()
+            raise _corrupted(x, where, ~rows_ok, label, vectors,
+                             "Correct or drop these rows (they are not logits: the others "
+                             "are probabilities)" + (f", or set {switch.probabilities} to "
+                                                     "renormalise them" if rescue else ""))
         if negative.any():
             kind = "logits"
         elif rows_ok.all():
@@ -323,23 +420,32 @@ def read(a, kind: str = "auto", *, where: str = "predictions", switch: Switch = 
     else:
         by = "declared"
     if kind == "logits":
-        if by == "declared" and rows_ok.all():
-            raise ValueError(f"{where}: declared logits ({switch.logits}) but every row is a "
-                             f"probability vector (non-negative, summing to 1 within {tol:.2g});"
-                             " the softmax of probabilities is a squashed, near-uniform model "
-                             f"and every CE would be wrong: set {switch.probabilities} (or "
-                             "auto)")
+        if by == "declared" and most:
+            which = ("every row is a probability vector" if rows_ok.all() else
+                     f"{int(rows_ok.sum())} of {x.shape[0]} rows are probability vectors")
+            raise ValueError(f"{where}: declared logits ({switch.logits}) but {which} "
+                             f"(entries in [0, 1], summing to 1 within {tol:.2g}); the "
+                             "softmax of probabilities is a squashed, near-uniform model and "
+                             f"every CE would be wrong: set {switch.probabilities} (or auto)")
         from scipy.special import softmax
 
         return Reading("logits", by, softmax(x, axis=1), x, where=where)
+    if negative.any() and most:
+        raise _corrupted(x, where, negative, label, "non-negative", "Correct or drop these "
+                         f"rows (declared probabilities, {switch.probabilities})")
     if negative.any():
-        bad = int(np.flatnonzero(negative)[0])
+        rows = np.flatnonzero(negative)
         raise ValueError(f"{where}: declared probabilities ({switch.probabilities}) but "
-                         f"{label(bad)} has a negative entry ({_row(x, bad)}): these look like "
-                         f"logits; set {switch.logits} (or auto)")
+                         f"{label(int(rows[0]))} has a negative entry ({_row(x, rows[0])}; "
+                         f"{rows.size} of {x.shape[0]} rows have one): these look like logits; "
+                         f"set {switch.logits} (or auto)")
     x = np.maximum(x, 0.0)                      # what SLACK let through
-    probs = _renormalised(x, where, x.sum(axis=1), f" ({what})" if what else "", label)
-    return Reading("probabilities", by, probs, x, float(dev.max()), tol, what, where)
+    # rows rounded to decimals are shifted, never divided: dividing moves a large entry by
+    # its share of the row's deficit, far more than the rounding moved it (to_simplex)
+    d = decimals(x) if rows_ok.all() else None
+    probs, moved = _to_one(x, where, label, f" ({what})" if what else "", d is not None)
+    return Reading("probabilities", by, probs, x, float(dev.max()), tol, what, where, moved,
+                   d is not None, 0.0 if d is None else 0.5 * 10.0 ** -d)
 
 
 def kind_from_logits(from_logits: bool | None) -> str:
@@ -354,4 +460,4 @@ def kind_from_logits(from_logits: bool | None) -> str:
 
 __all__ = ["read", "Reading", "Switch", "API", "CLI", "WORKFLOW", "KINDS", "ROW_SUM_ATOL",
            "PROB_FLOOR", "storage_tolerance", "decimals", "log_probabilities", "to_numpy",
-           "kind_from_logits"]
+           "kind_from_logits", "to_simplex", "MOST", "MOST_1D"]
