@@ -69,23 +69,33 @@ def test_options_validate_and_imply():
 
 
 def test_config_schema_fills_and_checks_the_fast_keys():
-    """The schema's defaults are the eager path; its keys are FastOptions' fields."""
+    """The schema's default is auto; its names are auto and the paths, its
+    switches FastOptions' fields; the shipped configs say auto."""
     import dataclasses
 
     import yaml
     from snakemake.utils import validate
 
     from conftest import REPO, load_config
+    from fitontest.vision.fast_options import AUTO, PATHS
 
     schema = str(REPO / "workflow/schemas/config.schema.yaml")
     c = load_config()
+    del c["training"]["fast"]
     validate(c, schema)
-    assert fast_options(c["training"]["fast"]).eager
-    keys = yaml.safe_load(open(schema))["properties"]["training"]["properties"]["fast"]["properties"]
-    assert set(keys) == {f.name for f in dataclasses.fields(fastmod.FastOptions)}
-    c["training"]["fast"] = {"cuda_graphs": True}
-    with pytest.raises(Exception, match="cuda_graphs"):
+    assert c["training"]["fast"] == AUTO
+    names, switches = yaml.safe_load(open(schema))["properties"]["training"]["properties"]["fast"]["oneOf"]
+    assert names["enum"] == [AUTO, *PATHS]
+    assert set(switches["properties"]) == {f.name for f in dataclasses.fields(fastmod.FastOptions)}
+    for good in ("graph", {"cuda_graph": True}):
+        c["training"]["fast"] = good
         validate(c, schema)
+    for bad, says in (({"cuda_graphs": True}, "cuda_graphs"), ("fastest", "fastest")):
+        c["training"]["fast"] = bad
+        with pytest.raises(Exception, match=says):
+            validate(c, schema)
+    for name in ("config.yaml", "paper.yaml"):
+        assert load_config(name)["training"]["fast"] == AUTO, name
 
 
 def test_unsupported_fused_sgd_falls_back_with_the_reason(monkeypatch, data, tmp_path):
@@ -96,7 +106,8 @@ def test_unsupported_fused_sgd_falls_back_with_the_reason(monkeypatch, data, tmp
                 log=lines.append, progress=False, fast={"cuda_graph": True})
     said = [m for m in lines if "fused SGD unavailable" in m]
     assert said and "not here" in said[0] and "no cuda_graph" in said[0]
-    assert any("fast path: device_data=True" in m and "cuda_graph" not in m for m in lines)
+    said = [m.split(" [")[0] for m in lines if "training path" in m]
+    assert said == ["[cnn_tiny] training path graph, reduced: device_data=True"]
 
 
 def test_fused_sgd_is_available_on_the_cpu_with_this_torch():
