@@ -463,7 +463,9 @@ def cmd_bench(args) -> int:
 def cmd_jobs(args) -> int:
     from .study import jobstats
 
-    return jobstats.main([args.results_dir, *(["--scale", *args.scale] if args.scale else [])])
+    return jobstats.main([args.results_dir, *(["--scale", *args.scale] if args.scale else []),
+                          *(["--rates", args.rates] if args.rates else []),
+                          "--cores", str(args.cores)])
 
 
 # ---------------------------------------------------------------------- main
