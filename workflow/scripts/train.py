@@ -21,4 +21,4 @@ train.train_model(arch["model"], X, y, recipe=recipe,
                   out_dir=Path(snakemake.output.model).parent, device=training["device"],
                   seed=training["seed"], num_classes=source.num_classes, log=log.info,
                   progress=training["progress"], num_threads=snakemake.threads,
-                  fast=training["fast"])
+                  fast=training["fast"], max_epochs=arch.get("max_epochs"))
