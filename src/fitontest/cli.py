@@ -463,9 +463,7 @@ def cmd_bench(args) -> int:
 def cmd_jobs(args) -> int:
     from .study import jobstats
 
-    return jobstats.main([args.results_dir, *(["--scale", *args.scale] if args.scale else []),
-                          *(["--rates", args.rates] if args.rates else []),
-                          "--cores", str(args.cores)])
+    return jobstats.run(args)
 
 
 # ---------------------------------------------------------------------- main

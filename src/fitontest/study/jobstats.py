@@ -325,7 +325,12 @@ def main(argv: list[str] | None = None) -> int:
                              "time from the measured rates, and the wall on one GPU node")
     parser.add_argument("--rates", help="measured GPU rates (default: the package's)")
     parser.add_argument("--cores", type=int, default=16, help="the GPU node's cores (default 16)")
-    args = parser.parse_args(argv)
+    return run(parser.parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """``fitontest jobs`` with its parsed arguments (``results_dir``, ``scale``,
+    ``rates``, ``cores``)."""
     if args.scale:
         table = extrapolate(args.results_dir, *args.scale)
         _print_extrapolation(table, *args.scale)
