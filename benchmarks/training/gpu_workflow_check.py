@@ -138,7 +138,7 @@ def eager_epoch(config: dict, arch: str, out_dir: Path) -> dict:
             "tenths": h["loss_tenths"]}
 
 
-def collect(workdir: Path, config: dict, arch: str) -> dict:
+def collect(workdir: Path, arch: str) -> dict:
     import torch
 
     res = workdir / "results" / EXP
@@ -235,7 +235,7 @@ def main() -> int:
         jl.write(json.dumps({"kind": "env", **env}) + "\n")
         for arch in archs:
             try:
-                row = collect(workdir, config, arch)
+                row = collect(workdir, arch)
             except (OSError, KeyError, RuntimeError) as exc:
                 jl.write(json.dumps({"kind": "network", "arch": arch, "error": repr(exc)}) + "\n")
                 continue

@@ -1,4 +1,4 @@
-"""The paper's study on one GPU node, projected: training hours at the measured H200 rates, and the whole wall.
+"""The paper's study on one GPU node, projected: training hours at the H200 rates, the whole wall.
 
     python benchmarks/training/paper_projection.py [--cores 16] [--rates FILE]
 

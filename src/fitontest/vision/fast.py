@@ -203,7 +203,6 @@ class TrainStep:
         return self.loss_sum.item(), int(self.correct.item())
 
 
-
 def start_step(model: torch.nn.Module, opt: torch.optim.Optimizer, data,
                candidates: list[tuple[str, FastOptions]], log: Callable[[str], Any] = print):
     """``(step, name, options, failures)``: the first candidate path that
