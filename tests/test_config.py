@@ -33,8 +33,9 @@ def test_default_config_passes(cfg):
     (lambda c: c["tasks"].update(horse=12), "tasks.horse"),
     (lambda c: c.update(family_params={"isotonic": {"bogus": 1}}), "family_params.isotonic"),
     (lambda c: c["synthetic"].update(shapes=["circle"]), "synthetic.shapes"),
-    (lambda c: c["training"]["fast"].update(compile="reduce-overhead", cuda_graph=True),
+    (lambda c: c["training"].update(fast={"compile": "reduce-overhead", "cuda_graph": True}),
      "training.fast"),
+    (lambda c: c["training"].update(fast="fastest"), "training.fast"),
 ])
 def test_bad_values_name_the_key(cfg, mutate, key):
     c = copy.deepcopy(cfg)

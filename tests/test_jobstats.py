@@ -206,3 +206,83 @@ def test_controller_record_counts_its_own_and_its_childrens_cpu(results, capsys)
     assert "5 jobs" in out                    # the controller is not a job
     assert f"controller {row.cpu_time:.1f} CPU-s" in out
     assert f"processes {row.jobs_cpu_time:.1f} CPU-s" in out
+
+
+# ------------------------------------------------------------- the GPU and the node
+def test_gpu_projection_reads_the_measured_rates_file(tmp_path):
+    """The training hours of config/paper.yaml come from the rates file: a
+    longer compile setup moves them by exactly that much, a faster graph turns
+    the path (and the hours) to the graph's."""
+    import json
+    from pathlib import Path
+
+    from fitontest.study.jobstats import gpu_projection
+    from fitontest.vision.fast_auto import load_rates
+
+    repo = Path(__file__).resolve().parents[1]
+    paper = repo / "config/paper.yaml"
+    data = json.loads(json.dumps(load_rates().data))
+    rates = tmp_path / "rates.json"
+    rates.write_text(json.dumps(data))
+    base = gpu_projection(paper, rates)
+    r110 = data["networks"]["resnet110"]["paths"]
+    assert base.loc["resnet110", "path"] == "compile+graph"
+    assert base.loc["resnet110", "train_s"] == pytest.approx(
+        r110["compile+graph"]["setup_s"] + 200 * (45000 // 128) * r110["compile+graph"]["s_per_step"])
+    assert base.loc["resnet110", "export_s"] == pytest.approx(1_005_000 / data["export_img_s"])
+
+    r110["compile+graph"]["setup_s"] += 40.0        # still paid back within the recipe
+    rates.write_text(json.dumps(data))
+    moved = gpu_projection(paper, rates)
+    assert moved.loc["resnet110", "path"] == "compile+graph"
+    assert moved.loc["resnet110", "train_s"] == pytest.approx(base.loc["resnet110", "train_s"] + 40)
+    assert (moved.drop("resnet110").train_s == base.drop("resnet110").train_s).all()
+
+    r110["graph"]["s_per_step"] = r110["compile+graph"]["s_per_step"] / 2
+    rates.write_text(json.dumps(data))
+    turned = gpu_projection(paper, rates)
+    assert turned.loc["resnet110", "path"] == "graph"
+    assert turned.loc["resnet110", "train_s"] < base.loc["resnet110", "train_s"]
+    assert turned.loc["resnet110", "eager_s"] == base.loc["resnet110", "eager_s"]
+
+
+def test_node_wall_schedules_gpu_jobs_then_each_networks_cpu_work():
+    from fitontest.study.jobstats import node_wall
+
+    gpu = pd.DataFrame({"train_s": [100.0, 200.0], "export_s": [10.0, 10.0]})
+    # 2 networks x 1500 CPU-s: the first's drains on 3 cores during the second's
+    # 210 s (630 CPU-s; 870 left), then 870 + 1500 over 4 cores
+    got = node_wall(gpu, 3000.0, longest_cpu_s=50.0, other_s=5.0, cores=4)
+    assert got["gpu_s"] == 320.0 and got["tail_s"] == pytest.approx((870 + 1500) / 4)
+    assert got["wall_s"] == pytest.approx(320 + 592.5 + 5)
+    # a long job ends the run after the spread work would
+    assert node_wall(gpu, 3000.0, longest_cpu_s=900.0, cores=64)["tail_s"] == 900.0
+
+
+def test_jobs_scale_prints_gpu_hours_from_the_rates_given(tmp_path, capsys):
+    """`fitontest jobs --scale ... --rates FILE`: measured and projected named,
+    the hours from the file given."""
+    import json
+    from pathlib import Path
+
+    from fitontest.vision.fast_auto import load_rates
+
+    repo = Path(__file__).resolve().parents[1]
+    args = [str(repo / "benchmarks/measured/rehearsal"), "--scale",
+            str(repo / "config/rehearsal.yaml"), str(repo / "config/paper.yaml")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "measured: s_per_epoch" in out and "projected" in out and "one node, 1 GPU + 16 cores" in out
+    data = json.loads(json.dumps(load_rates().data))
+    for net in data["networks"].values():
+        for path in net["paths"].values():
+            path["s_per_step"] *= 2
+    (tmp_path / "slow.json").write_text(json.dumps(data))
+    assert main(args + ["--rates", str(tmp_path / "slow.json")]) == 0
+    slow = capsys.readouterr().out
+
+    def hours(text):
+        line = next(x for x in text.splitlines() if x.startswith("3 trainings"))
+        return float(line.split()[2])
+
+    assert hours(slow) > 1.8 * hours(out)

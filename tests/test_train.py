@@ -143,7 +143,7 @@ def test_training_learns_and_writes_outputs(trained, data):
     with open(path.parent / "train_log.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert [r["epoch"] for r in rows] == ["1", "2"]
-    assert set(rows[0]) == {"epoch", "loss", "accuracy", "lr", "seconds", "cpu_seconds"}
+    assert set(rows[0]) == {"epoch", "loss", "accuracy", "lr", "seconds", "cpu_seconds", "path"}
     assert all(float(r["cpu_seconds"]) > 0 for r in rows)
     assert float(rows[1]["loss"]) < float(rows[0]["loss"])
     assert any("epoch 2/2" in line for line in lines)

@@ -458,7 +458,7 @@ def cmd_bench(args) -> int:
 def cmd_jobs(args) -> int:
     from .study import jobstats
 
-    return jobstats.main([args.results_dir, *(["--scale", *args.scale] if args.scale else [])])
+    return jobstats.run(args)
 
 
 def cmd_pins(args) -> int:

@@ -166,7 +166,12 @@ def build_parser() -> argparse.ArgumentParser:
     jo.add_argument("results_dir", help="results/<exp> of a finished (or partial) run")
     jo.add_argument("--scale", nargs=2, metavar=("RUN_CONFIG", "TARGET_CONFIG"),
                     help="predict the CPU time of TARGET_CONFIG's grid from this run of "
-                         "RUN_CONFIG (equal data sizes: a rehearsal; config/README.md)")
+                         "RUN_CONFIG (equal data sizes: a rehearsal; config/README.md), its "
+                         "networks' GPU time from the measured rates, and the wall on one GPU node")
+    jo.add_argument("--rates", help="measured GPU rates for --scale (default: the package's, "
+                    "benchmarks/measured/gpu_fast_path_h200.md)")
+    jo.add_argument("--cores", type=int, default=16, help="the GPU node's cores for --scale "
+                    "(default 16)")
     pi = sub.add_parser("pins", help="the CPU pins that give the same bytes on any x86-64 "
                         "CPU, what took in this process, the host and the library versions")
     pi.add_argument("--env", action="store_true", help="print them as `export NAME=value` "

@@ -26,4 +26,4 @@ train.train_model(arch["model"], X, y, recipe=recipe,
                   out_dir=Path(snakemake.output.model).parent, device=training["device"],
                   seed=snakemake.params.seed, num_classes=source.num_classes, log=log.info,
                   progress=training["progress"], num_threads=threads,
-                  fast=training["fast"])
+                  fast=training["fast"], max_epochs=arch.get("max_epochs"))

@@ -153,10 +153,10 @@ def check_pseudo_real(config: Mapping[str, Any]) -> None:
             if "recipe" not in spec:
                 raise ConfigError(f"config key 'archs.{arch}': an image network needs a recipe")
             _unknown(f"archs.{arch}.recipe", [spec["recipe"]], RECIPES)
-        from fitontest.vision.fast_options import fast_options   # torch-free
+        from fitontest.vision.fast_options import check_setting   # torch-free
 
         try:
-            fast_options(config.get("training", {}).get("fast"))
+            check_setting(config.get("training", {}).get("fast", "auto"))
         except (ValueError, TypeError) as exc:
             raise ConfigError(f"config key 'training.fast': {exc}") from None
 

@@ -5,7 +5,9 @@ Every heavy rule writes ``results/<exp>/benchmarks/<rule>/<wildcards>.tsv``
 ``max_rss`` in MB, CPU seconds ``cpu_time``, ...). :func:`summarise` folds them
 into one row per rule, the numbers needed to size cluster requests;
 :func:`extrapolate` scales a measured run (a rehearsal) to another config's
-grid::
+grid; :func:`gpu_projection` costs its networks' training and export on the
+GPU from the measured rates (``fitontest.vision.fast_auto``), and
+:func:`node_wall` the whole study on one GPU node::
 
     fitontest jobs results/rehearsal
     fitontest jobs results/rehearsal --scale config/rehearsal.yaml config/paper.yaml
@@ -167,8 +169,10 @@ def extrapolate(results_dir: str | Path, measured_config, target_config) -> pd.D
     (units: fits for ``evaluate`` = tasks x calibrators x seeds, tasks for
     ``calibrate_binary``, calibrated models x truths for ``truth``; see
     :func:`rule_grids`). Exact when one unit costs the same in both runs: the
-    data sizes (:data:`SIZE_KEYS`) must agree, else ValueError. Training and
-    export depend on the network and device: listed, not scaled. Memory is the
+    data sizes (:data:`SIZE_KEYS`) must agree, else ValueError.
+    ``target_longest_cpu_s``: the target's costliest job of the rule. Training
+    and export depend on the network and device: listed, not scaled
+    (:func:`gpu_projection` costs them on the GPU). Memory is the
     measured peak of one job: a job handles one model at a time, so it does
     not grow with the grid.
     """
@@ -187,18 +191,19 @@ def extrapolate(results_dir: str | Path, measured_config, target_config) -> pd.D
     rows = read_benchmarks(results_dir)
     rows["method"] = rows["job"].map(lambda j: Path(j).name)
     per_job = rows.groupby(["rule", "job", "method"], as_index=False).agg(
-        cpu_time=("cpu_time", "mean"), max_rss=("max_rss", "max"))
+        cpu_time=("cpu_time", "mean"), s=("s", "mean"), max_rss=("max_rss", "max"))
     grids_m, grids_t = rule_grids(measured), rule_grids(target)
     out = []
     for rule, jobs in per_job.groupby("rule"):
         row = {"rule": rule, "jobs": len(jobs), "cpu_s": jobs.cpu_time.sum(),
-               "max_rss_mb": jobs.max_rss.max()}
+               "wall_s": jobs.s.sum(), "max_rss_mb": jobs.max_rss.max()}
         if rule in grids_t and rule in grids_m:
             gm, gt = grids_m[rule], grids_t[rule]
             per_unit = jobs.groupby("method").cpu_time.mean() / gm.units_per_job
             if gt.methods is None:
                 cost, n = per_unit.mean() * gt.units_per_job * gt.jobs_per_method, \
                     gt.jobs_per_method
+                longest = per_unit.mean() * gt.units_per_job
             else:
                 missing = sorted(set(gt.methods) - set(per_unit.index))
                 if missing:
@@ -207,13 +212,106 @@ def extrapolate(results_dir: str | Path, measured_config, target_config) -> pd.D
                 cost = sum(per_unit[m] for m in gt.methods) * gt.units_per_job \
                     * gt.jobs_per_method
                 n = len(gt.methods) * gt.jobs_per_method
-            row.update(target_jobs=n, target_cpu_s=cost, note="")
+                longest = max(per_unit[m] for m in gt.methods) * gt.units_per_job
+            row.update(target_jobs=n, target_cpu_s=cost, target_longest_cpu_s=longest, note="")
         else:
             row.update(target_jobs=float("nan"), target_cpu_s=float("nan"),
+                       target_longest_cpu_s=float("nan"),
                        note=NOT_SCALED.get(rule, "not in the target grid"))
         out.append(row)
     table = pd.DataFrame(out).set_index("rule")
     return table.sort_values("target_cpu_s", ascending=False, na_position="last")
+
+
+def gpu_projection(config, rates=None) -> pd.DataFrame:
+    """Per network of an image config, its training and export on the GPU the
+    rates were measured on: the path ``training.fast`` takes there, the
+    recipe's epochs (``max_epochs`` where set), the measured seconds per epoch
+    on ``split.n_train`` images and setup, and the projected ``train_s`` (setup
+    + epochs x s/epoch), ``eager_s`` (the same for the eager path) and
+    ``export_s`` (validation + hold-out images at the measured export rate).
+    NaN where the network at its batch size was not measured. Empty for a
+    config without image networks. ``rates``: a rates file or
+    :class:`~fitontest.vision.fast_auto.Rates` (default: the package's)."""
+    from fitontest.vision.fast_auto import Rates, choose, load_rates
+    from fitontest.vision.recipes import get_recipe
+
+    config = _read_config(config)
+    rates = rates if isinstance(rates, Rates) else load_rates(rates)
+    split = config.get("split") or {}
+    setting = (config.get("training") or {}).get("fast", "auto")
+    rows = []
+    for arch, spec in (config.get("archs") or {}).items():
+        if "recipe" not in spec:            # not an image network (tabular)
+            continue
+        recipe = get_recipe(spec["recipe"], **spec.get("overrides", {}))
+        epochs = min(recipe["epochs"], spec.get("max_epochs") or recipe["epochs"])
+        n_train = int(split["n_train"])
+        path = choose(setting, spec["model"], recipe, n_train, "cuda", rates).path
+        costs = rates.costs(spec["model"], recipe["batch_size"], epochs, n_train)
+        got, eager = costs.get(path, {}), costs.get("eager", {})
+        nan = float("nan")
+        rows.append({"arch": arch, "model": spec["model"], "epochs": epochs,
+                     "batch": recipe["batch_size"], "path": path,
+                     "s_per_epoch": got.get("s_per_epoch", nan), "setup_s": got.get("setup_s", nan),
+                     "train_s": got.get("total_s", nan), "eager_s": eager.get("total_s", nan),
+                     "export_s": (int(split["n_val"]) + int(split["n_holdout"])) / rates.export_img_s})
+    return pd.DataFrame(rows).set_index("arch") if rows else pd.DataFrame()
+
+
+def node_wall(gpu: pd.DataFrame, cpu_s: float, longest_cpu_s: float, other_s: float = 0.0,
+              cores: int = 16) -> dict[str, float]:
+    """Wall seconds of a study on one node with one GPU and ``cores`` cores.
+
+    The GPU jobs run one after another, each network's training then its
+    export (one GPU per job: sharing gave nothing); each job's host keeps one
+    core. A network's CPU jobs (``cpu_s`` in all, split evenly over the
+    networks) start when its export ends and run on the other cores during
+    the next GPU jobs, then on all of them; the CPU work is spread evenly over
+    the cores, but no network's share ends before its longest job
+    (``longest_cpu_s``, one thread). ``other_s``: jobs run once (split, the
+    report rules), added as they are.
+    """
+    if gpu.empty:
+        raise ValueError("no GPU jobs to schedule")
+    share, queue, t = cpu_s / len(gpu), 0.0, 0.0
+    for _, row in gpu.iterrows():
+        for g in (row.train_s, row.export_s):
+            queue -= min(queue, (cores - 1) * g)
+            t += g
+        queue += share
+    tail = max(queue / cores, longest_cpu_s)
+    return {"gpu_s": t, "tail_s": tail, "other_s": other_s, "wall_s": t + tail + other_s}
+
+
+def _print_gpu(target_config, table: pd.DataFrame, rates, cores: int) -> None:
+    from fitontest.vision.fast_auto import load_rates
+
+    gpu = gpu_projection(target_config, rates)
+    if gpu.empty:
+        return
+    rates = load_rates(rates)
+    n_train = int(_read_config(target_config)["split"]["n_train"])
+    print(f"\nOn the GPU, at the rates measured on {rates.where}:")
+    shown = gpu.assign(train_h=gpu.train_s / 3600, eager_h=gpu.eager_s / 3600)
+    print(shown[["model", "epochs", "batch", "path", "s_per_epoch", "setup_s", "train_h", "eager_h",
+                 "export_s"]].round({"s_per_epoch": 2, "setup_s": 1, "train_h": 2, "eager_h": 2,
+                                     "export_s": 1}).to_string())
+    print(f"measured: s_per_epoch (one timed epoch's seconds per step x the steps of {n_train:,} "
+          f"images), setup_s, the export's {rates.export_img_s:,.0f} images/s; projected: "
+          "train_h = setup + epochs x s_per_epoch, export_s = (n_val + n_holdout) / images/s")
+    train, eager, export = gpu.train_s.sum(), gpu.eager_s.sum(), gpu.export_s.sum()
+    print(f"{len(gpu)} trainings {train / 3600:.2f} h (eager {eager / 3600:.2f} h), {len(gpu)} "
+          f"exports {export / 3600:.2f} h, one after another on one GPU (projected)")
+    scaled = table.dropna(subset=["target_cpu_s"])
+    other = table.loc[table.target_cpu_s.isna() & ~table.index.isin(["train", "export_logits"]),
+                      "wall_s"].sum() if "wall_s" in table else 0.0
+    wall = node_wall(gpu, scaled.target_cpu_s.sum(), scaled.target_longest_cpu_s.max(),
+                     other, cores)
+    print(f"one node, 1 GPU + {cores} cores: {wall['wall_s'] / 3600:.2f} h wall (projected): the "
+          f"GPU jobs {wall['gpu_s'] / 3600:.2f} h, each network's CPU jobs on the cores they "
+          f"leave, then {wall['tail_s'] / 60:.1f} min after the last export, and "
+          f"{wall['other_s']:.0f} s of jobs run once (split, report; measured in the run, not scaled)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -223,10 +321,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results_dir", help="results/<exp> of a finished (or partial) run")
     parser.add_argument("--scale", nargs=2, metavar=("RUN_CONFIG", "TARGET_CONFIG"),
                         help="predict the CPU time of TARGET_CONFIG's grid from this run of "
-                             "RUN_CONFIG (same data sizes; see extrapolate)")
-    args = parser.parse_args(argv)
+                             "RUN_CONFIG (same data sizes; see extrapolate), its networks' GPU "
+                             "time from the measured rates, and the wall on one GPU node")
+    parser.add_argument("--rates", help="measured GPU rates (default: the package's)")
+    parser.add_argument("--cores", type=int, default=16, help="the GPU node's cores (default 16)")
+    return run(parser.parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """``fitontest jobs`` with its parsed arguments (``results_dir``, ``scale``,
+    ``rates``, ``cores``)."""
     if args.scale:
-        return _print_extrapolation(extrapolate(args.results_dir, *args.scale), *args.scale)
+        table = extrapolate(args.results_dir, *args.scale)
+        _print_extrapolation(table, *args.scale)
+        _print_gpu(args.scale[1], table, args.rates, args.cores)
+        return 0
     table = summarise(args.results_dir)
     controller = table.loc[[CONTROLLER]] if CONTROLLER in table.index else None
     table = table.drop(index=CONTROLLER, errors="ignore")
@@ -249,8 +358,9 @@ def controller_line(results_dir: str | Path, jobs_cpu_s: float) -> str:
 
 
 def _print_extrapolation(table: pd.DataFrame, run_config: str, target_config: str) -> int:
-    print(f"measured with {run_config}, scaled to {target_config}:")
-    print(table.round(1).to_string())
+    print(f"measured with {run_config}, scaled to {target_config} (CPU seconds):")
+    print(table.drop(columns="wall_s").rename(columns={"target_longest_cpu_s": "longest_job"})
+          .round(1).to_string())
     total = table.target_cpu_s.sum()
     print(f"\n{total / 3600:.2f} CPU-h in the scaled rules "
           f"(measured: {table.loc[table.target_cpu_s.notna(), 'cpu_s'].sum() / 3600:.2f}); "

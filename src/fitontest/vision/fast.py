@@ -30,7 +30,10 @@ levers here each take host work off the step, and each is a switch of
 The recipe does not change: the draws come from the same generator in the
 same order as on the eager path (same batches, same shifts and flips), the
 schedule and optimiser are the same. All switches off is the eager path
-itself, so results of the default path are unchanged bit for bit.
+itself, so results of the eager path are unchanged bit for bit; ``auto`` (the
+default, :mod:`.fast_auto`) is the eager path on a CPU and the measured best
+path on CUDA, and :func:`start_step` falls back along its list when a lever
+fails on this torch or device.
 """
 from __future__ import annotations
 
@@ -43,7 +46,8 @@ import torch.nn.functional as F
 
 from .fast_options import COMPILE_MODES, CUDAGRAPH_MODES, FastOptions, fast_options
 
-__all__ = ["FastOptions", "fast_options", "TrainStep", "COMPILE_MODES", "fused_sgd_problem", "usable"]
+__all__ = ["FastOptions", "fast_options", "TrainStep", "COMPILE_MODES", "fused_sgd_problem", "usable",
+           "start_step"]
 
 
 def fused_sgd_problem(dev: torch.device) -> str | None:
@@ -198,3 +202,41 @@ class TrainStep:
     def totals(self) -> tuple[float, int]:
         return self.loss_sum.item(), int(self.correct.item())
 
+
+def start_step(model: torch.nn.Module, opt: torch.optim.Optimizer, data,
+               candidates: list[tuple[str, FastOptions]], log: Callable[[str], Any] = print):
+    """``(step, name, options, failures)``: the first candidate path that
+    starts here, and why each before it did not (also logged).
+
+    A step starts when it is built, warmed up and (with ``cuda_graph``)
+    captured, which is where a lever this torch or device lacks fails
+    (``torch.compile`` without a working compiler, a capture error); then the
+    model and optimiser are put back as they were and the next candidate is
+    tried, the reason logged. The last one's failure is raised. ``step`` is
+    None for the eager path (``train_one_epoch`` builds its own). The
+    optimiser was built for the first candidate; a later one without
+    ``fused_optimizer`` turns the fused kernel off in it.
+    """
+    failures: list[str] = []
+    for i, (name, opts) in enumerate(candidates):
+        if not opts.fused_optimizer:
+            for g in opt.param_groups:
+                if g.get("fused"):      # as the eager path's optimiser is built
+                    g.update(fused=None, foreach=None)
+        if opts.eager:
+            return None, name, opts, failures
+        last = i == len(candidates) - 1
+        snap = None if last else _snapshot(model, opt)
+        try:
+            return TrainStep(model, opt, data, opts, log=log), name, opts, failures
+        except Exception as exc:        # any failure of the lever: the next path, or raise
+            if last:
+                raise
+            _restore(model, opt, snap)
+            for g in opt.param_groups:  # the failed step's tensor learning rate
+                if isinstance(g["lr"], torch.Tensor):
+                    g["lr"] = float(g["lr"])
+            failures.append(f"{name} did not start on {data.dev} ({type(exc).__name__}: "
+                            f"{str(exc).strip()[:300]}); trying {candidates[i + 1][0]}")
+            log(failures[-1])
+    raise ValueError("no candidate path")

@@ -1,11 +1,17 @@
 """The fast training path's switches, validated (no torch import here, so
-configuration checks can use it cheaply; the step itself: :mod:`.fast`)."""
+configuration checks can use it cheaply; the step itself: :mod:`.fast`; which
+switches ``auto`` takes on a device: :mod:`.fast_auto`).
+
+A ``training.fast`` setting is ``"auto"`` (the default: the measured best path
+on CUDA, eager elsewhere), ``"eager"``, the name of a path of :data:`PATHS`, or
+a mapping of :class:`FastOptions` switches."""
 from __future__ import annotations
 
 import dataclasses
 from typing import Any, Mapping
 
-__all__ = ["FastOptions", "fast_options", "COMPILE_MODES", "CUDAGRAPH_MODES", "PRECISIONS"]
+__all__ = ["FastOptions", "fast_options", "check_setting", "PATHS", "AUTO",
+           "COMPILE_MODES", "CUDAGRAPH_MODES", "PRECISIONS"]
 
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 # modes in which inductor itself records CUDA graphs (cudagraph trees)
@@ -71,3 +77,28 @@ def fast_options(value: Any = None) -> FastOptions:
     if fields["cuda_graph"]:     # a replayed graph reads device inputs and a device lr
         fields.update(device_data=True, fused_optimizer=True)
     return FastOptions(**fields)
+
+
+#: the setting that lets the device and the measured rates choose (:mod:`.fast_auto`)
+AUTO = "auto"
+_GRAPH = {"device_data": True, "fused_optimizer": True, "cuda_graph": True}
+#: the named paths, the candidates of ``auto``; the names are the variants of
+#: benchmarks/training/gpu_fast_path.py whose measured rows ``auto`` reads
+PATHS: dict[str, FastOptions] = {
+    "eager": FastOptions(),
+    "graph": fast_options(_GRAPH),
+    "compile+graph": fast_options({**_GRAPH, "compile": "default"}),
+}
+
+
+def check_setting(value: Any) -> str | FastOptions:
+    """A ``training.fast`` setting, validated: ``"auto"``, or the
+    :class:`FastOptions` of a path name, a mapping, FastOptions or None (eager)."""
+    if value == AUTO:
+        return AUTO
+    if isinstance(value, str):
+        if value not in PATHS:
+            raise ValueError(f"fast must be {AUTO!r}, one of {sorted(PATHS)} or a mapping of "
+                             f"switches, got {value!r}")
+        return PATHS[value]
+    return fast_options(value)

@@ -19,7 +19,11 @@ Design (see docs/methods/08-networks.md §8 and ``recipes.py`` for the recipe fi
   optimiser, schedule position, RNG states, history); ``out_dir/model.pt``
   (weights + model name + num_classes + normalisation) and
   ``out_dir/train_log.csv`` (per epoch: loss, accuracy, lr, wall ``seconds``
-  and ``cpu_seconds``, the process's CPU time) at the end.
+  and ``cpu_seconds``, the process's CPU time, and the training ``path``) at
+  the end.
+- How a step runs is ``fast`` (:mod:`.fast`): by default ``auto``, the eager
+  path on a CPU and the measured best path on CUDA (:mod:`.fast_auto`). The
+  path taken and why are logged and kept in ``model.pt`` (``fast``).
 """
 from __future__ import annotations
 
@@ -40,7 +44,9 @@ from fitontest import models
 from fitontest.core.io import atomic_path, write_text
 from fitontest.core.runtime import resolve_device, set_torch_threads
 from .export import MODEL_FORMAT
-from .fast import FastOptions, TrainStep, fast_options, usable
+from .fast import FastOptions, TrainStep, start_step, usable
+from .fast_auto import choose
+from .fast_options import check_setting
 from .images import augment_batch, channel_stats, check_images, normalise, progress_bar
 from .recipes import RECIPES, get_recipe, lr_at, recipe_names, validate_recipe
 
@@ -52,7 +58,8 @@ __all__ = [
 CHECKPOINT_FORMAT = "fitontest-checkpoint-v1"
 # cpu_seconds: CPU time of the process in the epoch, the measure of the work
 # on a shared machine (wall seconds grow with the load)
-LOG_FIELDS = ("epoch", "loss", "accuracy", "lr", "seconds", "cpu_seconds")
+# path: the training path the epoch ran on (a resumed run may take another)
+LOG_FIELDS = ("epoch", "loss", "accuracy", "lr", "seconds", "cpu_seconds", "path")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -250,13 +257,14 @@ def load_checkpoint(path: Path, meta: Mapping[str, Any], model, opt, gen: torch.
 
 
 def save_model(path: Path, meta: Mapping[str, Any], model, mean, std, history: list[dict],
-               complete: bool) -> None:
-    """The exported model file (``model.pt``) that :func:`load_model` reads."""
+               complete: bool, fast: Mapping[str, Any] | None = None) -> None:
+    """The exported model file (``model.pt``) that :func:`load_model` reads;
+    ``fast``: the training path taken and why (not part of the run's identity)."""
     _torch_save_atomic({
         "format": MODEL_FORMAT, **meta,
         "state_dict": {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()},
         "mean": mean, "std": std, "epochs_done": len(history), "complete": complete,
-        "history": history, "torch_version": str(torch.__version__),
+        "history": history, "torch_version": str(torch.__version__), "fast": dict(fast or {}),
     }, path)
 
 
@@ -278,7 +286,7 @@ def train_model(model_name: str, X: np.ndarray, y: np.ndarray, *,
                 log: Callable[[str], Any] = print, resume: bool = True,
                 max_epochs: int | None = None, progress: bool = True,
                 keep_checkpoint: bool = False, num_threads: int | None = None,
-                fast: FastOptions | Mapping[str, Any] | None = None) -> Path:
+                fast: str | FastOptions | Mapping[str, Any] | None = "auto") -> Path:
     """Train ``model_name`` on uint8 NHWC images ``X`` with labels ``y``.
 
     ``recipe`` is a name in :data:`RECIPES` or a mapping of recipe fields.
@@ -289,13 +297,17 @@ def train_model(model_name: str, X: np.ndarray, y: np.ndarray, *,
     ``max_epochs`` stops after that many epochs in total (the schedule still
     follows ``recipe['epochs']``); the ``model.pt`` then says
     ``complete: False`` and the checkpoint is kept for a later resume.
-    ``fast``: the fast path's switches (:mod:`.fast`, docs/methods/08-networks.md §8.5);
-    None or all off is the eager path. They change how a step runs, not the
-    recipe or the draws, so they are not part of the run's identity: a
-    checkpoint of either path resumes on the other.
+    ``fast``: ``"auto"`` (the eager path on a CPU, the measured best on
+    CUDA: :mod:`.fast_auto`), a path name (``"eager"``, ``"graph"``,
+    ``"compile+graph"``) or the fast path's switches (:mod:`.fast`,
+    docs/methods/08-networks.md §8.5); None or all off is the eager path. They
+    change how a step runs, not the recipe or the draws, so they are not part
+    of the run's identity: a checkpoint of either path resumes on the other.
+    The path taken, and why, is logged and kept in ``model.pt`` (``fast``)
+    and per epoch in the log (``path``).
     """
     recipe = get_recipe(recipe)
-    opts = fast_options(fast)
+    check_setting(fast)                       # a bad setting fails before any work
     X, y = check_images(X, y, num_classes)
     models.entry(model_name)  # unknown names fail before any work
     dev = resolve_device(device)
@@ -315,7 +327,12 @@ def train_model(model_name: str, X: np.ndarray, y: np.ndarray, *,
 
     if dev.type == "cuda":
         torch.backends.cudnn.benchmark = True
-    opts = usable(opts, dev, lambda msg: log(f"[{model_name}] {msg}"))
+    say = lambda msg: log(f"[{model_name}] {msg}")      # noqa: E731
+    choice = choose(fast, model_name, recipe, len(X), dev.type)
+    opts = usable(choice.options, dev, say)
+    # a path less a lever this torch or device lacks is no longer that path
+    candidates = [(choice.path if opts == choice.options else f"{choice.path}, reduced", opts),
+                  *choice.fallbacks]
     how = dict(channels_last=opts.channels_last, fused=opts.fused_optimizer)
     model, opt = build(model_name, num_classes, init_seed, recipe, dev, **how)
     gen = torch.Generator(device="cpu")
@@ -337,10 +354,12 @@ def train_model(model_name: str, X: np.ndarray, y: np.ndarray, *,
     if start == 0 and stop > 0:
         log(f"[{model_name}] training on {data.n} images, {epochs} epochs x {data.steps} steps "
             f"of {data.bs} on {dev} (seed {seed}, {models.count_parameters(model):,} parameters)")
-    step = None
-    if start < stop and not opts.eager:
-        log(f"[{model_name}] fast path: {opts.describe()}")
-        step = TrainStep(model, opt, data, opts, log=lambda msg: log(f"[{model_name}] {msg}"))
+    step, path, failed = None, candidates[0][0], []
+    if start < stop:
+        say(f"training path {path}: {opts.describe()} [{choice.reason}]")
+        step, path, opts, failed = start_step(model, opt, data, candidates, say)
+    fast_meta = {"setting": choice.setting, "path": path, "options": opts.describe(),
+                 "reason": choice.reason, "fell_back": failed}
     for epoch in range(start, stop):
         try:
             row = train_one_epoch(model, opt, data, recipe, epoch, gen, step=step,
@@ -348,6 +367,7 @@ def train_model(model_name: str, X: np.ndarray, y: np.ndarray, *,
         except FloatingPointError as exc:
             raise FloatingPointError(f"[{model_name}] {exc}") from None
         seen = row.pop("images")
+        row["path"] = path
         history.append(row)
         save_checkpoint(ckpt_path, meta, model, opt, gen, history)
         _write_log(log_path, history)
@@ -356,7 +376,7 @@ def train_model(model_name: str, X: np.ndarray, y: np.ndarray, *,
             f"(cpu {row['cpu_seconds']:.1f}s) ({seen / max(row['seconds'], 1e-9):.0f} img/s)")
 
     complete = len(history) >= epochs
-    save_model(model_path, meta, model, *data.stats, history, complete)
+    save_model(model_path, meta, model, *data.stats, history, complete, fast=fast_meta)
     _write_log(log_path, history)
     if complete and not keep_checkpoint and ckpt_path.exists():
         ckpt_path.unlink()
