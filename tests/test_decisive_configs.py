@@ -11,7 +11,7 @@ from conftest import REPO
 from fitontest.study.config import check_config
 
 OVERLAYS = [("config.yaml", "decisive.yaml"), ("tabular.yaml", "decisive-tabular.yaml")]
-KNOBS = {"exp", "evaluation.seeds", "calibrators.draws", "split.n_holdout"}
+KNOBS = {"exp", "evaluation.seeds", "calibrators.draws", "split.n_holdout", "training.seeds"}
 
 
 def flat(d, prefix=""):

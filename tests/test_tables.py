@@ -105,7 +105,7 @@ def test_table3_sections_overall_and_std_over_seeds():
     f = scores_frame()
     t = table("table3_cmee", "isotonic", scores=f)
     assert list(t.values.index.get_level_values(0).unique()) == [
-        "overall", "by model", "by size", "by task"]
+        "overall", "by architecture", "by size", "by task"]
     overall = t.values.loc[("overall", "all")]
     np.testing.assert_allclose(overall[["A", "B", "D"]].to_numpy(), [2.0, 2.0, 2.5])
     # seed means differ by 1.0 (x 1e-3 x 1000) -> sample std sqrt(0.5)
@@ -313,7 +313,7 @@ def test_main_tables_as_html_match_the_markdown(tmp_path):
         assert [c[3] for c in r][1:] == [c.startswith("<u>") for c in cells][1:]
     # sections: one full-width row per section of Table 3
     sections = [r[0][1] for r in rows if len(r) == 1]
-    assert sections == ["overall", "by model", "by size", "by task"]
+    assert sections == ["overall", "by architecture", "by size", "by task"]
     assert html_rows[-1][0][1] == "avg. rank"
 
 

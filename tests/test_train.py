@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 import torch
 
+from fitontest.core.runtime import torch_threads
+
 from fitontest.vision import train
 from fitontest.vision.export import block_plan, export_logits, load_model
 from fitontest.vision.train import augment_batch, get_recipe, lr_at, resolve_device, train_model
@@ -316,10 +318,13 @@ def test_unreadable_checkpoint_trains_afresh_like_a_clean_run(trained, data, tmp
 
 
 @pytest.mark.parametrize("arch", ["resnet8", "densenet10", "wrn10_1"])
-def test_export_batch_size_does_not_change_logits(arch):
-    """The default exports in batches of 64, not 1024 (2-3x less CPU, issue 37),
-    on the claim that each image's logits do not depend on its batch: checked
-    bit for bit for the default's networks (random weights, eval mode)."""
+def test_export_batch_size_changes_logits_in_their_last_bits_only(arch):
+    """The default exports in batches of 64, not 1024 (2-3x less CPU, issue 37).
+    With the CPU pinned to AVX2 code (core/pins.py), oneDNN's one-thread
+    convolutions block their loops by the batch size, so an image's logits
+    can change in their last bits with its batch: the batch size is part of a
+    run's config, and a batch's logits are the same on every call; across
+    batch sizes they agree to float32 rounding (random weights, eval mode)."""
     from fitontest import models
     from fitontest.vision.export import predict_logits
 
@@ -327,6 +332,11 @@ def test_export_batch_size_does_not_change_logits(arch):
     net = models.get(arch, num_classes=10).eval()
     X = np.random.default_rng(0).integers(0, 256, (300, 32, 32, 3), dtype=np.uint8)
     mean, std = [0.5, 0.5, 0.5], [0.25, 0.25, 0.25]
-    big = predict_logits(net, X, mean, std, batch_size=1024)
-    assert np.array_equal(predict_logits(net, X, mean, std, batch_size=64), big)
-    assert np.array_equal(predict_logits(net, X, mean, std, batch_size=7), big)
+    with torch_threads(1):
+        big = predict_logits(net, X, mean, std, batch_size=1024)
+        for bs in (64, 7):
+            got = predict_logits(net, X, mean, std, batch_size=bs)
+            assert np.array_equal(predict_logits(net, X, mean, std, batch_size=bs), got)
+            np.testing.assert_allclose(got, big, rtol=1e-5, atol=1e-4 * np.abs(big).max())
+
+

@@ -3,9 +3,11 @@
 Runs one probe per part of the pipeline in a fresh process — a small network's
 two training epochs (DenseNet-10, 400 procedural images, one thread), one
 export, a PL3 and a PL fit, numpy's float64 exp / log / power, argsort of
-ties, an OpenBLAS product — under four conditions: this CPU and an emulated
-AVX2 laptop (the instruction sets it offers oneDNN, ATen, MKL, numpy and
-OpenBLAS, and numba's code for a Haswell), each with the pins off
+ties, an OpenBLAS product — on this CPU, on an AVX2 laptop emulated by the
+libraries' own variables (the instruction sets it offers oneDNN, ATen, MKL,
+numpy and OpenBLAS, and numba's code for a Haswell) and, with ``--qemu``, on
+qemu's Intel Haswell (``qemu-x86_64 -cpu Haswell-v4``: its CPUID, caches and
+vendor; numba compiles there, in a cache of its own), each with the pins off
 (``FITONTEST_PINS=0``: the libraries choose by the host) and on. It prints
 each probe's hash per condition, whether the two CPUs agree, and the CPU
 seconds of every probe pinned and unpinned on this CPU (best of ``--repeat``),
@@ -19,8 +21,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 from fitontest.core import pins
 
@@ -75,12 +79,16 @@ print(json.dumps({"hash": out, "cpu": cpu}))
 """
 
 
-def probe(extra: dict, pinned: bool, threads: int = 1, blas_threads: int = 1) -> dict:
+def probe(extra: dict, pinned: bool, threads: int = 1, blas_threads: int = 1,
+          qemu: str | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in pins.PINS}
     env.update(extra, FITONTEST_PINS="1" if pinned else "0", OMP_NUM_THREADS=str(threads),
                OPENBLAS_NUM_THREADS=str(blas_threads), MKL_NUM_THREADS=str(blas_threads))
-    run = subprocess.run([sys.executable, "-c", PROBE, str(threads)], env=env, text=True,
-                         capture_output=True, check=False)
+    cmd = [sys.executable, "-c", PROBE, str(threads)]
+    if qemu:
+        cmd = [qemu, "-cpu", "Haswell-v4", *cmd]
+        env["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="numba-qemu-")
+    run = subprocess.run(cmd, env=env, text=True, capture_output=True, check=False)
     if run.returncode != 0:
         raise SystemExit(run.stderr[-3000:])
     return json.loads(run.stdout.strip().splitlines()[-1])
@@ -89,20 +97,32 @@ def probe(extra: dict, pinned: bool, threads: int = 1, blas_threads: int = 1) ->
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=3, help="runs per timed condition (best)")
+    ap.add_argument("--qemu", action="store_true", help="also on qemu's Intel Haswell "
+                    "(qemu-user; about 10 minutes a run)")
     args = ap.parse_args(argv)
+    qemu = shutil.which("qemu-x86_64") if args.qemu else None
+    if args.qemu and qemu is None:
+        ap.error("--qemu needs qemu-x86_64 (Debian: qemu-user)")
     print(f"host: {pins.host()['model']} (x86-64-v3: {pins.host()['x86_64_v3']}, "
           f"AVX-512: {pins.host()['avx512']}); {pins.statement().split(';', 1)[1].strip()}\n")
     runs = {(cpu, pinned): [probe(env, pinned) for _ in range(args.repeat if cpu == "here" else 1)]
             for cpu, env in (("here", {}), ("laptop", LAPTOP)) for pinned in (False, True)}
+    others = ["laptop"]
+    if qemu:
+        others.append("qemu Haswell")
+        for pinned in (False, True):
+            runs[("qemu Haswell", pinned)] = [probe({}, pinned, qemu=qemu)]
     names = list(runs[("here", True)][0]["hash"])
-    print("| probe | here, pins off | laptop, pins off | same | here, pins on | laptop, pins on "
-          "| same |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for n in names:
-        a, b, c, d = (runs[k][0]["hash"][n] for k in (("here", False), ("laptop", False),
-                                                      ("here", True), ("laptop", True)))
-        print(f"| {n} | {a} | {b} | {'yes' if a == b else 'NO'} | {c} | {d} | "
-              f"{'yes' if c == d else 'NO'} |")
+    for pinned in (False, True):
+        print(f"Pins {'on' if pinned else 'off'}: each probe's hash (sha256, 12 hex digits)\n")
+        print("| probe | here | " + " | ".join(f"{o} | same" for o in others) + " |")
+        print("| --- | --- |" + " --- | --- |" * len(others))
+        for n in names:
+            a = runs[("here", pinned)][0]["hash"][n]
+            cells = [f"{b} | {'yes' if a == b else 'NO'}"
+                     for b in (runs[(o, pinned)][0]["hash"][n] for o in others)]
+            print(f"| {n} | {a} | " + " | ".join(cells) + " |")
+        print()
     print("\nCPU seconds on this CPU (best of {}), pins off → on:\n".format(args.repeat))
     print("| probe | pins off | pins on | on / off |")
     print("| --- | ---: | ---: | ---: |")

@@ -350,19 +350,19 @@ def bench_report(frame, name: str, title: str, truth: str | None, costs=None) ->
     from .report.findings import best_claim
 
     truth = policy.pick_truth(frame["truth"], truth)
-    f = frame[frame["truth"] == truth]
+    f = policy.with_scope(frame[frame["truth"] == truth])
     synthetic = "shape" in f.columns
     inference = policy.inference_for("synthetic" if synthetic else "scores", frame=f)
     units = inference.clusters
     over = ("shape, CE level, size and seed" if synthetic
-            else "model, task, calibrator, size and seed")
+            else "network, task, calibrator, size and seed")
     cmee, err = ranking(f, "cmee", inference), ranking(f, "ce_error", inference)
     evaluators = sorted(set(f["evaluator"]), key=lambda e: (
         cmee["mean"].get(e, np.inf), e))
     k = int(max(cmee["clusters"].max() if len(cmee) else 0,
                 err["clusters"].max() if len(err) else 0))
     lines = [f"{title} (truth: {truth}; means over every {over}; 95 % interval over the "
-             f"{k} independent clusters ({', '.join(units)}); * = not significantly worse than "
+             f"{k} independent clusters {policy.words(units)}; * = not significantly worse than "
              f"any other: paired t-tests of all pairs, Holm, α = {policy.ALPHA})",
              f"{'evaluator':<22} {'CMEE':>9} {'95% interval':>21} {'rank':>5}  "
              f"{'CE error':>9} {'95% interval':>21} {'rank':>5}"]

@@ -119,7 +119,7 @@ def _table2() -> list[TableSpec]:
     return out
 
 
-_T3_SECTIONS = (("overall", ()), ("by model", ("arch",)), ("by size", ("size",)),
+_T3_SECTIONS = (("overall", ()), ("by architecture", ("arch",)), ("by size", ("size",)),
                 ("by task", ("task",)))
 
 
@@ -131,14 +131,15 @@ def _table3() -> list[TableSpec]:
         common = dict(source="scores", measure="cmee" + sq)
         out.append(TableSpec(name=f"table3_cmee{sq}", rows=_T3_SECTIONS,
                              blocks=SCORE_BLOCKS if not sq else None,
-                             caption=f"{what}, overall and by model, size and task.", **common))
+                             caption=f"{what}, overall and by architecture, size and task.",
+                             **common))
         for (label, rows), suffix in zip(_T3_SECTIONS, ("overall", "by_model", "by_size",
                                                        "by_task")):
             out.append(TableSpec(name=f"table3_cmee{sq}_{suffix}", rows=rows,
                                  caption=f"{what}, {label}.", **common))
         out.append(TableSpec(name=f"table3_cmee{sq}_std", rows=_T3_SECTIONS, stat="std",
                              caption=f"Standard deviation over seeds of the {what}, overall and "
-                                     f"by model, size and task.", **common))
+                                     f"by architecture, size and task.", **common))
     return out
 
 

@@ -123,7 +123,11 @@ class RuleGrid:
 
 def rule_grids(config: Mapping[str, Any]) -> dict[str, RuleGrid]:
     """The scalable rules of a workflow config, keys as in the schema's defaults."""
-    archs, tasks = len(config.get("archs") or {}), len(config.get("tasks") or {})
+    from .networks import training_seeds
+
+    # the networks: every architecture once per training seed
+    archs = len(config.get("archs") or {}) * len(training_seeds(config))
+    tasks = len(config.get("tasks") or {})
     cal = config.get("calibrators") or {}
     multiclass = tuple(dict.fromkeys(["none", *cal.get("multiclass", [])]))
     binary = tuple(cal.get("binary", []))
@@ -240,8 +244,11 @@ def gpu_projection(config, rates=None) -> pd.DataFrame:
     rates = rates if isinstance(rates, Rates) else load_rates(rates)
     split = config.get("split") or {}
     setting = (config.get("training") or {}).get("fast", "auto")
+    from .networks import network_name, training_seeds
+
     rows = []
-    for arch, spec in (config.get("archs") or {}).items():
+    for (arch, spec), seed in ((a, s) for a in (config.get("archs") or {}).items()
+                               for s in training_seeds(config)):
         if "recipe" not in spec:            # not an image network (tabular)
             continue
         recipe = get_recipe(spec["recipe"], **spec.get("overrides", {}))
@@ -251,7 +258,7 @@ def gpu_projection(config, rates=None) -> pd.DataFrame:
         costs = rates.costs(spec["model"], recipe["batch_size"], epochs, n_train)
         got, eager = costs.get(path, {}), costs.get("eager", {})
         nan = float("nan")
-        rows.append({"arch": arch, "model": spec["model"], "epochs": epochs,
+        rows.append({"arch": network_name(arch, seed), "model": spec["model"], "epochs": epochs,
                      "batch": recipe["batch_size"], "path": path,
                      "s_per_epoch": got.get("s_per_epoch", nan), "setup_s": got.get("setup_s", nan),
                      "train_s": got.get("total_s", nan), "eager_s": eager.get("total_s", nan),
