@@ -47,7 +47,12 @@ def main(argv: list[str] | None = None) -> int:
     where = machine()
     before = os.times()
     t0 = time.perf_counter()
-    run = subprocess.run([sys.executable, str(script), *extra], cwd=REPO, text=True,
+    # the script runs with the CPU pins set from its start (fitontest/core/pins.py),
+    # whatever it imports first: its numbers are those of the pinned code
+    from fitontest.core import pins
+
+    env = {**os.environ, **(pins.environment() if pins.enabled() else {})}
+    run = subprocess.run([sys.executable, str(script), *extra], cwd=REPO, text=True, env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     wall = time.perf_counter() - t0
     after = os.times()

@@ -33,8 +33,13 @@ def test_a_decisive_overlay_turns_only_the_knobs_and_validates(base, overlay):
     validate(merged, str(REPO / "workflow/schemas/config.schema.yaml"))
     check_config(merged, models=False)
     assert merged["exp"] != cfg["exp"]    # its own results folder
-    seeds = merged["evaluation"]["seeds"]
-    assert seeds == list(range(len(seeds))) and len(seeds) > len(cfg["evaluation"]["seeds"])
+    # the knob of its clusters grows: test seeds, or networks per architecture (training
+    # seeds) where the networks are the clusters; each a range from 0
+    grown = [k for k in ("evaluation", "training")
+             if len(merged[k]["seeds"]) > len(cfg.get(k, {}).get("seeds", [0]))]
+    assert grown, "neither evaluation.seeds nor training.seeds grows"
+    for k in grown:
+        assert merged[k]["seeds"] == list(range(len(merged[k]["seeds"])))
     # the header says how it is run and names the measured file it was sized from
     assert f"--configfile config/{base} config/{overlay}" in text
     for path in re.findall(r"benchmarks/measured/[\w./-]+\.md", text):

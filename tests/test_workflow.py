@@ -363,8 +363,8 @@ def test_tiny_run_findings_report_every_claim(tiny_run):
     point = found.set_index("id")["point"]
     # the tiny grid runs neither PL nor PL3, and one network: those claims cannot be tested
     assert status["t3_pl_best"] == NOT_TESTABLE and point["t3_pl_best"] == ""
-    # ... but isotonic vs ES-15 vs the external EW-10 is decided from the scores; one
-    # seed of one network: 2 (network, task, seed) clusters, too few for a verdict
+    # ... but isotonic vs ES-15 vs the external EW-10 is decided from the scores; two
+    # networks of one architecture: 2 clusters, too few for a verdict
     assert point["t4_isotonic_ranks_best_ovr"] in (HOLDS, FAILS)
     assert status["t4_isotonic_ranks_best_ovr"] == UNDECIDED
     md = (tiny_run / "findings.md").read_text()
@@ -392,7 +392,7 @@ def test_batch_sizes_change_the_jobs_not_the_results(tiny_run, tmp_path):
     out = run_snakemake(tmp_path, "--cores", "2", config=cfg, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     counts = job_counts(out.stdout + out.stderr)
-    assert counts["evaluate"] == len(cfg["evaluation"]["evaluators"])   # one network
+    assert counts["evaluate"] == 2 * len(cfg["evaluation"]["evaluators"])   # two networks
     single = tmp_path / "results" / "tiny"
     for name in ("scores.parquet", "synthetic_scores.parquet", "calibrators.parquet"):
         a, b = pd.read_parquet(tiny_run / name), pd.read_parquet(single / name)

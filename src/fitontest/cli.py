@@ -384,7 +384,7 @@ def bench_report(frame, name: str, title: str, truth: str | None, costs=None) ->
         lines.append(f"{name}: {bench_verdict(cmee, name, 'CMEE', inference, claims['CMEE'])}; "
                      f"{bench_verdict(err, name, 'CE error', inference, claims['CE error'])}")
         # what would decide a verdict left open (docs/methods/11-verdicts.md §11.5.2)
-        lines += [f"  {what}, what it would take: {c['takes']}" for what, c in claims.items()
+        lines += [f"  {what}, what it would take: {c['takes_cpu']}" for what, c in claims.items()
                   if c is not None and c["status"] == "not distinguishable" and c["takes"]]
     return "\n".join(lines)
 

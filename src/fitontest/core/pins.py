@@ -45,7 +45,8 @@ import warnings
 from functools import lru_cache
 from importlib import metadata
 
-__all__ = ["PINS", "apply", "record", "statement", "summary", "env_lines", "effective",
+__all__ = ["PINS", "apply", "record", "statement", "summary", "environment", "env_lines",
+           "effective",
            "REFERENCE_LEVEL"]
 
 REFERENCE_LEVEL = "x86-64-v3 (AVX2 + FMA)"
@@ -139,7 +140,7 @@ def apply() -> dict:
     if not enabled() or h["machine"] not in ("x86_64", "amd64"):
         _STATE["set"] = {}
         return _STATE
-    pins = {k: v for k, v in PINS.items() if h["x86_64_v3"] or k not in _NEEDS_V3}
+    pins = environment()
     _STATE["overridden"] = {k: os.environ[k] for k in pins
                             if k in os.environ and os.environ[k] != pins[k]}
     os.environ.update(pins)
@@ -240,10 +241,15 @@ def summary(rec: dict | None = None) -> str:
     return f"{statement(rec)} Host: {rec['host']['model'] or rec['host']['machine']}."
 
 
+def environment() -> dict[str, str]:
+    """The variables of :data:`PINS` this CPU can take (numba's v3 target
+    only on a v3 CPU), for a process started with them set."""
+    return {k: v for k, v in PINS.items() if host()["x86_64_v3"] or k not in _NEEDS_V3}
+
+
 def env_lines() -> list[str]:
-    """``export NAME=value`` lines of :data:`PINS` (for a shell or a job script)."""
-    pins = {k: v for k, v in PINS.items() if host()["x86_64_v3"] or k not in _NEEDS_V3}
-    return [f"export {k}='{v}'" for k, v in pins.items()]
+    """``export NAME=value`` lines of :func:`environment` (for a shell or a job script)."""
+    return [f"export {k}='{v}'" for k, v in environment().items()]
 
 
 

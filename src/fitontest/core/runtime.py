@@ -44,9 +44,9 @@ def limit_threads(n: int) -> None:
     BLAS splits a dot product's or a matrix product's sums over its threads,
     and the split changes their last bits (benchmarks/measured/cpu_pins.md):
     one BLAS thread gives every job the same bytes under any profile's
-    ``threads``. The threads go to torch and numba, whose kernels here give
-    the same bytes on any count (PL's parallel loops are over independent
-    models; the export's forward passes). Environment variables reach
+    ``threads``. The threads go to numba, whose parallel loops here are over
+    independent models (PL's), and to torch, which the CPU paths that change
+    bytes with it (training, the export) cap at one thread themselves. Environment variables reach
     libraries loaded later (torch reads OMP_NUM_THREADS when first imported);
     threadpoolctl limits the BLAS that numpy has already loaded.
     """

@@ -59,7 +59,10 @@ TAKES_COLUMNS = ["takes_outcome", "takes_factor", "clusters_now", "clusters_need
 #: ``point``: whether the claimed order holds for the means (HOLDS / FAILS; "" if not testable)
 REPORT_COLUMNS = ["id", "source", "paper", "precise", "status", "point", "evidence",
                   "significance", "margin", "takes", "note", "check", "frame", "measure",
-                  "truth", "population", *TAKES_COLUMNS]
+                  "truth", "population", "takes_cpu", *TAKES_COLUMNS]
+#: the columns that hold this run's timings: not in findings.csv (the same bytes
+#: on every run of a config), in findings_cost.md
+TIMINGS = ["takes_cpu", "takes_cpu_s"]
 
 
 # ---------------------------------------------------------------------------
@@ -140,7 +143,8 @@ def evaluate_claims(claims: Sequence[Claim], scores: pd.DataFrame | None = None,
         out.append({"id": c.id, "source": c.source, "paper": c.paper, "precise": c.precise(),
                     "status": status, "point": point, "evidence": text, "significance": sig,
                     "margin": c.margin.words() if c.margin else "",
-                    "takes": takes_words(takes), "note": c.note,
+                    "takes": takes_words(takes), "takes_cpu": takes_words(takes, cpu=True),
+                    "note": c.note,
                     "check": c.check, "frame": c.frame, "measure": c.measure,
                     "truth": used or "", "population": population,
                     **{k: takes.get(k, np.nan) for k in TAKES_COLUMNS}})
@@ -160,8 +164,11 @@ def what_it_takes(ev: Evidence, takes: Takes, frame: str,
             "takes_cpu_s": k["cpu_s"], "_clusters": policy.words(ev.inference.clusters)}
 
 
-def takes_words(t: Mapping) -> str:
-    """One line: the outcome the means lead to and the clusters, knob and CPU it takes."""
+def takes_words(t: Mapping, cpu: bool = False) -> str:
+    """One line: the outcome the means lead to and the clusters and knob it
+    takes; with ``cpu`` also the CPU at this run's measured cost — a timing,
+    kept out of ``findings.md`` / ``.csv`` so that they are the same bytes on
+    every run (``findings_cost.md`` holds it)."""
     if not t:
         return ""
     if not t["takes_outcome"]:
@@ -171,7 +178,7 @@ def takes_words(t: Mapping) -> str:
              f"(now {t['clusters_now']})")
     if t["takes_knob"]:
         words += f": {t['takes_knob']} {t['knob_now']:.0f} → {t['knob_new']:.0f}"
-        if np.isfinite(t["takes_cpu_s"]):
+        if cpu and np.isfinite(t["takes_cpu_s"]):
             words += f", +{t['takes_cpu_s']:,.0f} CPU-s at this run's cost"
     return words
 
@@ -201,10 +208,10 @@ def headline(findings: pd.DataFrame) -> str:
             f"with this config")
 
 
-def decisive_run(findings: pd.DataFrame) -> list[str]:
+def decisive_run(findings: pd.DataFrame, cpu: bool = False) -> list[str]:
     """Per config knob, a ladder: each value that decides more of the claims
     left not distinguishable (with a finite projection), the claims decided
-    up to it and its added CPU at this run's cost."""
+    up to it and (``cpu``) its added CPU at this run's cost."""
     t = findings[(findings["status"] == UNDECIDED)
                  & findings["takes_knob"].astype(object).fillna("").ne("")]
     out = []
@@ -213,10 +220,11 @@ def decisive_run(findings: pd.DataFrame) -> list[str]:
         now = float(g["knob_now"].iloc[0])
         for value, step in g.groupby("knob_new", sort=True):
             decided = g[g["knob_new"] <= value]
-            cpu = float(step["takes_cpu_s"].iloc[0])
+            added = float(step["takes_cpu_s"].iloc[0])
             out.append(f"`{name}` {now:.0f} → {value:.0f}: decides {len(decided)} of {len(g)} "
                        f"(+{', '.join(f'`{i}`' for i in step['id'])})"
-                       + (f", +{cpu:,.0f} CPU-s at this run's cost" if np.isfinite(cpu) else ""))
+                       + (f", +{added:,.0f} CPU-s at this run's cost"
+                          if cpu and np.isfinite(added) else ""))
     return out
 
 
@@ -269,20 +277,39 @@ def findings_markdown(findings: pd.DataFrame, exp: str = "", pins: str = "") -> 
         lines += ["", "## A run that would decide them", "",
                   "Each claim left not distinguishable at 80 % power, from this run's "
                   "variance components (docs/methods/11-verdicts.md §11.5.2); the knob's values in "
-                  "ascending order, with the claims each adds:", "", *[f"- {x}" for x in run]]
+                  "ascending order, with the claims each adds (their CPU at this run's cost: "
+                  "`findings_cost.md`):", "", *[f"- {x}" for x in run]]
+    return "\n".join(lines) + "\n"
+
+
+def cost_markdown(findings: pd.DataFrame, exp: str = "") -> str:
+    """``findings_cost.md``: what deciding each open claim would cost at this
+    run's measured CPU per job — a timing, so apart from the findings."""
+    rows = findings[findings["takes_cpu"].astype(object).fillna("").ne("")]
+    lines = [f"# What deciding the findings{f' of `{exp}`' if exp else ''} would cost", "",
+             "At this run's measured CPU per job (its benchmark files; a timing, which "
+             "differs between runs, so it is kept apart from `findings.md`).", ""]
+    lines += [f"- `{r.id}`: {r.takes_cpu}" for r in rows.itertuples()]
+    run = decisive_run(findings, cpu=True)
+    if run:
+        lines += ["", "## A run that would decide them", "", *[f"- {x}" for x in run]]
     return "\n".join(lines) + "\n"
 
 
 def write_findings(findings: pd.DataFrame, md_path, csv_path, exp: str = "",
-                   pins: str = "") -> None:
-    """Write ``findings.md`` and ``findings.csv`` atomically."""
+                   pins: str = "", cost_path=None) -> None:
+    """Write ``findings.md``, ``findings.csv`` (without this run's timings:
+    :data:`TIMINGS`) and, given ``cost_path``, ``findings_cost.md``, atomically."""
     write_text(md_path, findings_markdown(findings, exp, pins))
-    write_text(csv_path, findings.to_csv(index=False))
+    if cost_path is not None:
+        write_text(cost_path, cost_markdown(findings, exp))
+    write_text(csv_path, findings.drop(columns=TIMINGS, errors="ignore").to_csv(index=False))
 
 
 __all__ = ["Claim", "CHECKS", "Evidence", "FRAMES", "Orders", "Outcome", "NotTestable",
            "check_kind", "headline", "SUPPORTED", "CONTRADICTED", "UNDECIDED", "EQUIVALENT",
-           "decisive_run", "what_it_takes", "takes_words", "TAKES_COLUMNS", "best_claim",
+           "decisive_run", "what_it_takes", "takes_words", "TAKES_COLUMNS", "TIMINGS",
+           "cost_markdown", "best_claim",
            "load_claims", "filter_words", "ALPHA",
            "evaluate_claims", "evidence_for", "findings_markdown", "write_findings",
            "HOLDS", "FAILS", "NOT_TESTABLE"]

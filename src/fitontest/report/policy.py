@@ -9,20 +9,28 @@ before any interval or test), the **population** an interval generalises to
 them: the main truth estimator, the display scale, the interval method and
 the significance procedure.
 
-The clusters follow the run's **design**, read from its frames
-(:func:`design_of`), never assumed:
+The clusters follow the run's **design** and **scope**, read from its frames
+(:func:`design_of`, :func:`scope_of`), never assumed:
 
+- scope ``architectures`` (config ``report.scope``, the default) where every
+  architecture has two or more networks (``training.seeds``,
+  :mod:`fitontest.study.networks`): the **networks** are the independent
+  clusters, and everything measured on one network — its tasks, calibrators,
+  test subsets, validation draws — is averaged within it; the claims are
+  about networks of these architectures trained by this recipe;
+- scope ``networks`` (asked for, or one network per architecture): these
+  networks, whose replicates are the clusters —
 - evaluator scores, ``subsets = independent`` (the default,
-  docs/methods/06-truth-and-scores.md §6.2): the test subsets are drawn per (model, task, seed)
-  and shared only by the calibrators of that (model, task), so every (model,
-  task, seed) is an independent cluster — 27 in the default config;
+  docs/methods/06-truth-and-scores.md §6.2): the test subsets are drawn per
+  (network, task, seed) and shared only by the calibrators of that (network,
+  task), so every (network, task, seed) is an independent cluster;
 - ``subsets = paper`` (the authors' design, and any frame without the
-  ``subsets`` column): one permutation per seed shared by every (model,
+  ``subsets`` column): one permutation per seed shared by every (network,
   task, calibrator), so the units of one seed move together and the seeds
-  are the only independent clusters;
-- calibrators: each network's calibrators are fitted on the validation split
-  (``draw`` 0) and on further disjoint validation draws (§6.4); every (model,
-  draw) is an independent cluster (a frame without ``draw``: the models).
+  are the only independent clusters (whatever the scope);
+- calibrators: each network's calibrators are refitted on validation draws of
+  its own (§6.4); every (network, draw) is an independent cluster (a frame
+  without ``draw``: the networks).
 """
 from __future__ import annotations
 
@@ -121,9 +129,11 @@ INFERENCE: dict[tuple[str, str, str], Inference] = {
                    "cluster, its draws within it)"),
     # one fit per network: three networks make three clusters, and no paired
     # test of three values can hold its rate without normality
+    # (one fit per network, on the validation split they share: the networks are
+    # the only replicates, whatever the scope)
     ("calibrators", "paper", "networks"): Inference(
         units=("arch", "network"), clusters=("arch", "network"), min_clusters=4,
-        population="these networks (each network one unit)"),
+        population="new networks like these (each network one unit)"),
     ("calibrators", "paper", "architectures"): Inference(
         units=("arch", "network"), clusters=("arch", "network"), min_clusters=4,
         population="networks of these architectures trained by this recipe on this training "

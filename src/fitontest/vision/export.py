@@ -138,8 +138,9 @@ def export_logits(model_path: str | os.PathLike, source_or_arrays, indices=None,
     source with ``load(indices) -> (X, y)`` and ``n_images``. ``indices``
     defaults to all images. Processing is in blocks of ``chunk_size`` images
     (bounded memory for a 1M hold-out; module notes). ``n_jobs``: worker
-    processes computing blocks in parallel on the CPU (``num_threads`` shared
-    among them; 1 on CUDA, where one process keeps the device busy). Writes,
+    processes computing blocks in parallel on the CPU, one thread each (the
+    thread count changes the logits' last bits; 1 on CUDA, where one process
+    keeps the device busy); ``num_threads``: torch's threads on a GPU. Writes,
     atomically, an npz with ``logits`` (N, K) float32, ``labels`` (N,) int64
     and ``indices`` (N,) int64, in the order of ``indices``; returns ``out_path``.
     """
@@ -175,13 +176,16 @@ def export_logits(model_path: str | os.PathLike, source_or_arrays, indices=None,
     t0 = time.perf_counter()
     bar = progress_bar(N, f"logits {meta['model_name']}", progress)
     dev = resolve_device(device)
+    # On a CPU one thread a process: the thread count changes the logits' last bits
+    # (benchmarks/measured/cpu_pins.md); the blocks, the same for any n_jobs, are
+    # what runs in parallel
     if n_jobs == 1:
-        set_torch_threads(num_threads)
+        set_torch_threads(1 if dev.type == "cpu" else num_threads)
         model, meta = load_model(model_path, dev)
         for pos in blocks:
             logits[pos], labels[pos] = _block(model, meta, images, idx, pos, batch_size, dev, bar)
     else:
-        threads = max(1, (num_threads or torch.get_num_threads()) // n_jobs)
+        threads = 1
         # fork: the workers inherit the images (no pickling of a source's
         # caches) and need no re-import of a Snakemake script's __main__; the
         # parent has run no torch computation (thread pools) before it forks

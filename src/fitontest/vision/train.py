@@ -304,14 +304,18 @@ def train_model(model_name: str, X: np.ndarray, y: np.ndarray, *,
     change how a step runs, not the recipe or the draws, so they are not part
     of the run's identity: a checkpoint of either path resumes on the other.
     The path taken, and why, is logged and kept in ``model.pt`` (``fast``)
-    and per epoch in the log (``path``).
+    and per epoch in the log (``path``). ``num_threads``: torch's threads
+    (None: one on a CPU, whose thread count changes the weights' last bits;
+    torch's default on a GPU).
     """
     recipe = get_recipe(recipe)
     check_setting(fast)                       # a bad setting fails before any work
     X, y = check_images(X, y, num_classes)
     models.entry(model_name)  # unknown names fail before any work
     dev = resolve_device(device)
-    set_torch_threads(num_threads)
+    # on a CPU the thread count changes the weights' last bits (core/pins.py): one
+    # thread unless asked, so that the same call gives the same bytes on any machine
+    set_torch_threads(1 if num_threads is None and dev.type == "cpu" else num_threads)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     model_path, ckpt_path, log_path = out_dir / "model.pt", out_dir / "checkpoint.pt", out_dir / "train_log.csv"
