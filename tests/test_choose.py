@@ -12,6 +12,7 @@ from fitontest import families
 from fitontest.choose import choose_evaluator
 from fitontest.data import synthetic
 from fitontest.families.base import estimates, used_estimates
+from fitontest.inference.worlds import GENERATORS, plausible_maps
 
 PAIR = ["ece_es15", "platt"]
 
@@ -51,10 +52,11 @@ def test_picks_the_evaluator_with_the_smaller_true_error():
     smooth = [choose_evaluator(*_smooth(100 + k)[:2], mode="ovr", candidates=PAIR,
                                n_worlds=60, seed=k, interval=None, debias=False)
               for k in range(3)]
-    # at n = 500 the data rule out no generator, step maps (isotonic) included, so
-    # the worlds mix smooth and step maps; Platt still wins in some of them
-    assert all(set(c.generators) == {"reference", "beta", "platt", "isotonic"}
-               for c in smooth), [c.generators for c in smooth]
+    # at n = 500 the data rule out no generator, step maps (isotonic) and the
+    # calibrated ones (identity, near) included, so the worlds mix smooth, step and
+    # calibrated maps; Platt still wins in some of them
+    assert all(set(c.generators) == set(GENERATORS) for c in smooth), \
+        [c.generators for c in smooth]
     assert [c.evaluator for c in smooth].count("platt") >= 1, [c.evaluator for c in smooth]
     stairs = choose_evaluator(*_stairs(100)[:2], mode="ovr", candidates=PAIR, n_worlds=20,
                               interval=None, debias=False)
@@ -259,3 +261,27 @@ def test_evaluate_auto_says_when_the_data_look_calibrated():
     sharp /= sharp.sum(1, keepdims=True)
     off = fitontest.evaluate(sharp, labels, evaluator="auto")
     assert off.pvalue <= 0.05 and "beside it" not in off.note
+
+
+def test_calibrated_worlds_where_the_scores_are_not_shown_miscalibrated():
+    """Issue 56: a calibrated model is a world the fitted generators never hold
+    (a refit's noise is miscalibration). Where the Kuiper test does not reject
+    the scores themselves, the worlds hold the identity map (true CE 0) and
+    near-calibrated maps between it and a reference refit; where it rejects,
+    neither."""
+    rng = np.random.default_rng(7)
+    s = rng.beta(2, 2, 2000)
+    y = (rng.random(2000) < s).astype(int)
+    maps, names, kept = plausible_maps(s, y, 36, [0, 1, 0])
+    assert {"identity", "near"} <= set(kept) and kept["identity"] == kept["near"] >= 0.01
+    assert np.array_equal(maps[names == "identity"], np.broadcast_to(s, (6, s.size)))
+    gap = np.abs(maps - s).mean(axis=1)             # each world's population CE
+    assert np.all(gap[names == "identity"] == 0.0)
+    # near-calibrated: smaller gaps than the reference refits they shrink
+    assert 0 < gap[names == "near"].mean() < gap[names == "reference"].mean()
+    # an over-confident model: the scores are rejected, no calibrated world
+    c = expit(0.5 * logit(s))
+    y2 = (rng.random(2000) < c).astype(int)
+    _, names2, kept2 = plausible_maps(s, y2, 12, [0, 1, 0])
+    assert "identity" not in kept2 and "near" not in kept2
+    assert not ({"identity", "near"} & set(names2))
