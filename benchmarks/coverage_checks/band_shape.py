@@ -233,7 +233,9 @@ def power_table(res, ns) -> str:
     lines = ["| map that turns down | set | n | samples | " + " | ".join(
         f"{lv:g}: missed / rejected / claimed / held when claimed" for lv in LEVELS) + " |",
              "|---|---|---|---|" + "---|" * len(LEVELS)]
-    for (name, n), (m, reps, acc) in res.items():
+    order = {name: i for i, name in enumerate(dict.fromkeys(k[0] for k in res))}
+    for (name, n), (m, reps, acc) in sorted(res.items(), key=lambda kv: (order[kv[0][0]],
+                                                                         kv[0][1])):
         cells = [f"{_pct(a[0], reps)} / {_pct(a[1], reps)} / {_pct(a[3], reps)} / "
                  f"{_pct(a[2], a[3])}" for a in (acc[lv] for lv in LEVELS)]
         lines.append(f"| {name} | {m.group} | {n} | {reps} | " + " | ".join(cells) + " |")
@@ -284,6 +286,13 @@ def commit() -> str:
         return "unknown"
 
 
+def relative(path: str) -> str:
+    """``path`` from the repository root, or its name alone outside it (no
+    developer's absolute path in a measured file)."""
+    p = Path(path).resolve()
+    return str(p.relative_to(REPO)) if p.is_relative_to(REPO) else p.name
+
+
 def write_section(path: Path, text: str) -> None:
     old = path.read_text() if path.is_file() else ""
     block = f"{BEGIN}\n{text}\n{END}"
@@ -319,7 +328,7 @@ def main(argv=None) -> int:
     costs = cost([int(v) for v in a.cost_n.split(",")])
     cmd = (f"python benchmarks/coverage_checks/band_shape.py --reps {a.reps} --size-reps "
            f"{a.size_reps} --n {a.n} --seed {a.seed} --workers {a.workers}"
-           + (" --out " + str(Path(a.out).resolve().relative_to(REPO)) if a.out else ""))
+           + (f" --out {relative(a.out)}" if a.out else ""))
     text = "\n\n".join([
         "## Maps that turn down: the test of monotonicity that gates `valid`",
         f"`{cmd}` at commit {commit()}; wall {time.perf_counter() - w0:.0f} s, CPU "
