@@ -241,6 +241,11 @@ def report(cells, names, timing) -> str:
         picks += [f"- {r['label']}: ce -> {'+'.join(r['ensemble'])}, map -> {r['pick_map']}"
                   + (" (fell back)" if r["fallback"] else "")
                   + f"; worlds from {'+'.join(r['generators'])}" for r in rows]
+    rows = [r for cell in cells for r in cell["rows"]]
+    hulls = [r["covered"] for r in rows if r["hull"]]
+    cov.append(f"- all cells: the hull covered {sum(hulls)} of {len(hulls)}; the printed "
+               f"interval {sum(r['covered'] for r in rows)} of {len(rows)} subsets, of which "
+               f"{sum(r['fallback'] for r in rows)} fell back")
     return "\n".join(table + ["", "Against ece_es_cv (worse beyond noise: the mean paired "
                                   "difference more than 2 SEs above 0):", *against, "",
                               "Coverage of the printed 90 % interval:", *cov, "",
