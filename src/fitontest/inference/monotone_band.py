@@ -12,6 +12,9 @@ scores, P(lo(s) <= c(s) <= hi(s) for every s) >= level for every n, for every
 non-decreasing c -- smooth, with kinks or a step function.
 :func:`monotone_band_test` rejects perfect calibration at alpha exactly when
 the diagonal leaves the level 1 - alpha band on its default grid.
+:func:`monotonicity_test` tests the band's own assumption, that c is
+non-decreasing (a permutation test on the largest drop between runs of score
+groups); ``reliability_band`` gates ``valid`` with it.
 """
 from __future__ import annotations
 
