@@ -12,7 +12,8 @@ from scipy import stats
 
 from conftest import REPO
 from fitontest import metrics
-from fitontest.inference.bands import (AUTO, BandCoverageWarning, _reference_fitter, band_validity,
+from fitontest.inference.world_band import _reference_fitter
+from fitontest.inference.bands import (AUTO, BandCoverageWarning, band_validity,
                              monotone_band_test, reliability_band, world_parts)
 from fitontest.inference import domains
 from fitontest.data import synthetic
@@ -412,3 +413,102 @@ def test_legend_says_when_coverage_was_not_measured_here():
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any("coverage not measured here" in t for t in labels), labels
     plt.close(ax.figure)
+
+
+# ------------------------------------------------------------------ the shape assumed
+def _turns_down(s):
+    """The map of issue 56: the diagonal up to 0.7, then down to 0.4 at s = 1."""
+    return np.where(s <= 0.7, s, 1.4 - s)
+
+
+def test_a_band_on_a_map_that_turns_down_at_3000_is_not_valid():
+    # the monotone band misses this map in every sample; its coverage there is not
+    # its claim, so the test of monotonicity must take the claim away
+    from fitontest.inference.bands import ASSUMES_MONOTONE
+
+    for seed in range(5):
+        rng = np.random.default_rng([56, seed])
+        s = rng.random(3000)
+        y = (rng.random(3000) < _turns_down(s)).astype(int)
+        for method in ASSUMES_MONOTONE:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", BandCoverageWarning)
+                b = reliability_band(s, y, level=0.9, method=method)
+            assert b.valid is not True, (seed, method)
+            assert b.shape_rejected and "test of monotonicity" in b.validity_note
+            assert "monotone shape rejected" in b.note
+        assert not b.holds(_turns_down).all()     # the claim taken away was wrong
+
+
+def test_a_band_on_a_rising_map_keeps_its_claim_and_names_the_assumption():
+    rng = np.random.default_rng(3)
+    s = rng.random(3000)
+    b = reliability_band(s, rng.random(3000) < s, level=0.9)
+    assert b.valid is True and not b.shape_rejected and b.note == ""
+    assert "non-decreasing map assumed" in b.validity_note
+    # a method that assumes no shape is not tested
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BandCoverageWarning)
+        assert reliability_band(s, rng.random(3000) < s, method="bootstrap").shape_pvalue is None
+
+
+def _drop_by_hand(s, y, G):
+    """The statistic of monotonicity_test by loops: the largest pooled z of a drop
+    from a run of groups to any later run."""
+    from fitontest.inference.monotone_band import score_groups
+
+    order = np.argsort(s, kind="stable")
+    gid = score_groups(s[order], G)
+    yy = y[order].astype(float)
+    pbar = yy.mean()
+    groups = [yy[gid == g] for g in range(gid[-1] + 1)]
+    best = -np.inf
+    for j in range(len(groups)):
+        for k in range(j, len(groups)):
+            left = np.concatenate(groups[j:k + 1])
+            for j2 in range(k + 1, len(groups)):
+                for k2 in range(j2, len(groups)):
+                    right = np.concatenate(groups[j2:k2 + 1])
+                    se = np.sqrt(pbar * (1 - pbar) * (1 / left.size + 1 / right.size))
+                    best = max(best, (left.mean() - right.mean()) / se)
+    return best
+
+
+def test_monotonicity_test_statistic_and_pvalue_by_hand():
+    from fitontest.inference.monotone_band import monotonicity_test
+
+    rng = np.random.default_rng(11)
+    s = rng.random(240)
+    y = (rng.random(240) < _turns_down(s)).astype(int)
+    r = monotonicity_test(s, y, n_groups=8, n_resamples=999, seed=2)
+    assert r.statistic == pytest.approx(_drop_by_hand(s, y, 8), rel=1e-9)
+    # the p-value against plain label shuffles (another generator, the same law)
+    null = np.array([_drop_by_hand(s, rng.permutation(y), 8) for _ in range(150)])
+    p = (1 + np.sum(null >= r.statistic - 1e-9)) / 151
+    assert abs(p - r.pvalue) < 3 * np.sqrt(0.25 / 150) + 0.01
+
+
+def test_monotonicity_test_size_on_a_constant_map_is_exact():
+    from fitontest.inference.monotone_band import monotonicity_test
+
+    rng = np.random.default_rng(5)
+    p = np.array([monotonicity_test(rng.random(200), rng.random(200) < 0.3,
+                                    n_resamples=99, seed=k).pvalue for k in range(300)])
+    # permutation test: P(p <= 0.1) = 0.1 for a constant map; 300 samples, 3 SEs
+    assert abs(np.mean(p <= 0.1) - 0.1) < 3 * np.sqrt(0.09 / 300)
+    # a rising map is further from a drop: rejected less often
+    q = [monotonicity_test(s, rng.random(200) < s, n_resamples=99, seed=k).pvalue
+         for k, s in enumerate(rng.random((100, 200)))]
+    assert np.mean(np.array(q) <= 0.1) <= 0.1
+
+
+def test_monotonicity_test_errors_and_degenerate_samples():
+    from fitontest.inference.monotone_band import monotonicity_test
+
+    s = np.linspace(0.1, 0.9, 50)
+    with pytest.raises(ValueError, match="n_resamples"):
+        monotonicity_test(s, s > 0.5, n_resamples=0)
+    with pytest.raises(ValueError, match="n_groups"):
+        monotonicity_test(s, s > 0.5, n_groups=1)
+    assert monotonicity_test(s, np.zeros(50)).pvalue == 1.0       # one class: no drop
+    assert monotonicity_test(np.full(50, 0.3), s > 0.5).pvalue == 1.0   # one score

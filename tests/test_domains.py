@@ -133,3 +133,34 @@ def test_the_chooser_domain_is_its_measured_files_worst_hull_cell():
         r"the hull \(no fallback\) ([\d.]+) % of", text)]
     assert min(cells) == pytest.approx(100 * cov, abs=0.05)     # the worst cell
     assert m.methods["ensemble/1"]["domain"]["n_worlds"] == [40]  # the users' default
+
+
+def test_the_chooser_domain_is_its_measured_points_not_a_range():
+    # issue 56: the chooser's valid flag holds at the sizes measured, not between them
+    import re
+
+    m = domains.measured("chooser")
+    dom = m.domain("ensemble/1")
+    points = dom["n"]
+    assert isinstance(points, list) and points == sorted(points) and len(points) >= 2
+    text = (REPO / m.measured_file).read_text()
+    sources = set(re.findall(r"^\| (\w+) n=\d+ \| ce \|", text, re.M))
+    assert len(sources) >= 5
+    for n in points:                      # every source was measured at every point
+        for src in sources:
+            assert f"| {src} n={n} | ce |" in text, (src, n)
+    for n in points:
+        assert m.validity("ensemble/1", level=0.9, n=n, n_worlds=40).valid is not None
+    between = (points[0] + points[1]) // 2
+    v = m.validity("ensemble/1", level=0.9, n=between, n_worlds=40)
+    assert v.valid is None and f"n = {between}" in v.why
+    assert m.validity("ensemble/1", level=0.9, n=points[-1] + 1, n_worlds=40).valid is None
+
+
+def test_no_absolute_path_in_shipped_data():
+    import re
+
+    root = resources.files("fitontest.inference").joinpath("measured")
+    for name in _data_files():
+        text = root.joinpath(name).read_text()
+        assert not re.search(r"(?<![\w.])(/work/|/home/|/tmp/|/Users/|/root/)", text), name

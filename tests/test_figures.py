@@ -222,3 +222,27 @@ def test_smooth_reliability_diagram_draws_on_the_given_axes_and_band_holds_the_m
     assert np.mean((lo <= fam.predict(t) + 0.02) & (fam.predict(t) - 0.02 <= hi)) > 0.8
     assert np.all(hi[2:] < t[2:])
     plt.close(fig)
+
+
+def test_captions_say_when_the_bands_shape_assumption_was_rejected():
+    """Issue 56: on a map that turns down the band claims no coverage, and the
+    figures' captions say so; on a rising map they say nothing of the kind."""
+    from fitontest.report.figures.maps import fit_on_test_diagram
+    from fitontest.report.figures.reliability import reliability_diagram
+    from fitontest.report.figures.smooth import smooth_reliability_diagram
+
+    rng = np.random.default_rng(56)
+    s = rng.random(3000)
+    down = (rng.random(3000) < np.where(s <= 0.7, s, 1.4 - s)).astype(int)
+    up = (rng.random(3000) < s).astype(int)
+    for y, rejected in ((down, True), (up, False)):
+        for draw in (lambda ax: reliability_diagram(s, y, ax=ax, band=0.9),
+                     lambda ax: fit_on_test_diagram("platt", s, y, ax=ax, band=0.9),
+                     lambda ax: smooth_reliability_diagram(s, y, ax=ax, band=0.9)):
+            fig, ax = plt.subplots()
+            draw(ax)
+            title = ax.get_title()
+            legend = " ".join(t.get_text() for t in ax.get_legend().get_texts())
+            plt.close(fig)
+            assert ("non-decreasing map rejected" in title) is rejected, title
+            assert ("monotone shape rejected" in legend) is rejected, legend

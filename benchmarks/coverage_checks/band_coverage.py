@@ -425,7 +425,11 @@ def domain_data(text: str) -> dict:
 LAWS_NOTE = ("the synthetic shapes (tuning set, fresh seeds) and, held out, the default run's "
              "networks' calibrated hold-out scores (confidence, one-vs-rest; none / temps / "
              "isotonic / scaling_binning), synthetic step maps and binned / isotonic "
-             "calibrators' scores; the figures' default grid")
+             "calibrators' scores; the figures' default grid. Shape: non-decreasing maps; "
+             "monotone, monotone_dyadic and world are gated by the test of monotonicity "
+             "(valid None where it rejects at 1 - level; its size and power and the band on "
+             "maps that turn down: the section 'Maps that turn down', written by "
+             "benchmarks/coverage_checks/band_shape.py)")
 
 
 # ------------------------------------------------------------------ cost

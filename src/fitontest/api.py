@@ -446,8 +446,7 @@ def _evaluate_auto(probs_or_logits, labels, mode, classes, p, from_logits, inter
     """``evaluator="auto"``: the chooser's recommended estimate (criterion ce,
     default settings, seed 0) with the interval measured for it; the test of
     calibration around the evaluator reported."""
-    from .inference.choose import (FALLBACK, FALLBACK_ALPHA, candidate_names, check_settings,
-                                   choose_tasks)
+    from .inference.choose import FALLBACK, candidate_names, check_settings, choose_tasks
 
     if p == "max":
         raise ValueError("evaluator='auto' chooses for p = 1 or 2, not p='max'")
@@ -459,19 +458,9 @@ def _evaluate_auto(probs_or_logits, labels, mode, classes, p, from_logits, inter
     used = FALLBACK if choice.fallback else choice.evaluator
     base = evaluate(probs_or_logits, labels, evaluator=used, mode=mode, classes=classes, p=p,
                     from_logits=from_logits, test=test)
-    note = choice.reason()
-    if (base.pvalue is not None and base.pvalue > FALLBACK_ALPHA and not choice.fallback
-            and np.isfinite(choice.fallback_estimate)):
-        # a calibrated model is a world the chooser never holds, and there its number
-        # erred more than the default's (benchmarks/measured/choose_calibrated.md)
-        note += (f"; the test of calibration does not reject (p = {base.pvalue:.3g}): on "
-                 f"calibrated models the chooser was measured above {FALLBACK}'s error "
-                 f"(benchmarks/measured/choose_calibrated.md), so report {FALLBACK}'s "
-                 f"estimate {choice.fallback_estimate:.6f} (what not choosing prints) "
-                 "beside it")
     return EvaluationResult(AUTO, mode, p, float(choice.recommended_estimate), None, None,
                             choice.interval, n=base.n, n_classes=base.n_classes,
-                            pvalue=base.pvalue, test=test, note=note,
+                            pvalue=base.pvalue, test=test, note=choice.reason(),
                             pvalue_valid=base.pvalue_valid, pvalue_note=base.pvalue_note)
 
 

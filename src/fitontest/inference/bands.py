@@ -31,6 +31,17 @@ wrote (:func:`fitontest.inference.domains.measured` ``("bands")``; the levels, n
 and settings measured on the figures' default grid): None outside it ("coverage
 not measured here"), False where the method's worst measured cell at that level
 is short (a :class:`BandCoverageWarning` is issued), True otherwise.
+
+**The shape assumed.** ``monotone``, ``monotone_dyadic`` and ``world`` hold a
+non-decreasing map only; on a map that turns down they miss it (at n = 3000 a
+map that rises to 0.7 and falls to 0.6 was missed in most samples). So their
+``valid`` is gated by :func:`~fitontest.inference.monotone_band.monotonicity_test`
+at alpha = 1 - level: where it rejects a non-decreasing map, ``valid`` is None
+(not False: the band's coverage of such a map is not its claim) and
+``validity_note`` names the test and its p-value; the legend says "monotone
+shape rejected". A map that turns down by less than the test detects is not
+flagged; how far that reaches, per n, is measured
+(benchmarks/measured/band_coverage.md, "Maps that turn down").
 """
 from __future__ import annotations
 
@@ -44,11 +55,11 @@ from sklearn.base import clone
 
 from .. import families
 from . import domains
-from .sizes import chunk_rows, reference_bin_count
 from ..core.validation import check_binary
-from ..families.binning import BinningFamily, assign_bins, bin_stats
 from .intervals import IntervalCoverageWarning
-from .monotone_band import monotone_band, monotone_band_test
+from .monotone_band import monotone_band, monotone_band_test, monotonicity_test
+from .world_band import (WORLD_BAND_SCALE, WORLD_BAND_WORLDS, WorldParts, world_ends,
+                         world_parts)
 
 _BUILDERS: dict[str, Callable] = {}
 SIMULTANEOUS: dict[str, bool] = {}
@@ -74,6 +85,9 @@ DEFAULT_GRID = 201
 #: options whose value is part of a method's measured domain (the seed is not)
 DOMAIN_OPTIONS = ("n_groups", "n_bins", "n_boot", "family", "params")
 _GUARANTEED = ("monotone", "monotone_dyadic")
+#: the methods whose band holds a non-decreasing map only: ``valid`` gated by the
+#: test of monotonicity at alpha = 1 - level (module docstring)
+ASSUMES_MONOTONE = ("monotone", "monotone_dyadic", "world")
 
 
 class BandCoverageWarning(IntervalCoverageWarning):
@@ -88,8 +102,10 @@ class ReliabilityBand:
     ``monotone``, the bins' fractions of positives for the bin methods, the
     family's map for ``family_bootstrap`` and ``world``). ``simultaneous``: the
     level is claimed for all of ``s`` at once (else for each point); ``valid``:
-    coverage measured to hold here (None: not measured here), ``validity_note`` says
-    which; ``reason``: why this method (``auto``).
+    coverage measured to hold here (None: not measured here, or the shape the
+    method assumes rejected by the data), ``validity_note`` says which;
+    ``reason``: why this method (``auto``); ``shape_pvalue``: the p-value of the
+    test of monotonicity for the methods that assume it (None for the others).
     """
 
     s: np.ndarray
@@ -104,6 +120,7 @@ class ReliabilityBand:
     options: Mapping[str, Any] = field(default_factory=dict)
     validity_note: str = ""
     reason: str = ""
+    shape_pvalue: float | None = None
 
     @property
     def width(self) -> float:
@@ -111,8 +128,16 @@ class ReliabilityBand:
         return float(np.mean(self.hi - self.lo))
 
     @property
+    def shape_rejected(self) -> bool:
+        """Whether the test of monotonicity rejected the shape the band assumes,
+        at alpha = 1 - level."""
+        return self.shape_pvalue is not None and self.shape_pvalue <= 1.0 - self.level
+
+    @property
     def note(self) -> str:
         """The validity in a few words, for a legend or caption ("" when valid)."""
+        if self.shape_rejected:
+            return f"monotone shape rejected, p = {self.shape_pvalue:.2g}"
         return {None: "coverage not measured here", False: "measured short"}.get(self.valid, "")
 
     def holds(self, c) -> np.ndarray:
@@ -270,127 +295,6 @@ def _family_bootstrap(s, y, grid, level, *, family="isotonic", params=None, n_bo
     return np.clip(centre - q * sd, 0.0, 1.0), np.clip(centre + q * sd, 0.0, 1.0), centre, grid
 
 
-# ------------------------------------------------------------------ worlds
-# Inflation k of the world band's sup-t half-width (band = fit +/- k q sd between
-# the reference map's first and last bin mean scores): the worlds' true map is the
-# reference map itself, whose refits have less bias than the fit has against a
-# real map with kinks. k: the smallest of {1.0, 1.05, ..., 2.5} whose smallest
-# cell of the tuning shapes (identity and the five synthetic shapes at CE 0.1,
-# c ~ U(0, 1) and Beta(2, 5), n = 50 ... 20000, 40 samples a cell) held the map
-# on the figures' grid in >= the level at each of the levels 0.8, 0.9 and 0.95
-# (`band_coverage.py --tune-k --seed 7 --reps 40`: 82.5 / 90.0 / 95.0 % at 1.45);
-# reported on held-out score laws and maps (benchmarks/measured/band_coverage.md;
-# docs/methods/11-tests-and-bands.md §11.9)
-WORLD_BAND_SCALE = 1.45
-WORLD_BAND_WORLDS = 200
-WORLD_MIN_POINTS = 20
-
-
-def _reference_fitter(s_sorted: np.ndarray):
-    """Vectorised refit of the worlds' reference map (:func:`fitontest.inference.worlds.reference_gap`,
-    p = 1; tests/test_bands.py keeps the two equal) at the fixed sorted scores:
-    ``fit(Y, grid) -> (R, grid) maps`` for a label matrix Y (R, n), m the smallest
-    bin's count and the bins' mean scores. The ES bins come from the scores
-    alone, so one reduceat per world does the refit (reference_gap per world:
-    50 times slower)."""
-    from scipy.optimize import isotonic_regression   # sklearn's validates each call: 10x slower
-
-    n = s_sorted.size
-    edges = BinningFamily(scheme="es", n_bins=reference_bin_count(n), selection="fixed").fit(
-        s_sorted, np.zeros(n)).edges_
-    idx = assign_bins(s_sorted, edges, "es")
-    nb, sb, _ = bin_stats(idx, s_sorted, np.zeros(n), edges.size - 1)
-    full = nb > 0
-    nb, sb = nb[full], sb[full]
-    starts = np.searchsorted(idx, np.flatnonzero(full))   # idx is sorted with s
-
-    def fit(Y: np.ndarray, grid: np.ndarray) -> np.ndarray:
-        means = np.add.reduceat(np.asarray(Y, dtype=np.float64), starts, axis=1) / nb
-        if sb.size < 2:
-            return np.clip(grid[None, :] + (means - sb), 0.0, 1.0)
-        # label means lie in [0, 1], so the monotone fit does too
-        gaps = [np.interp(grid, sb, isotonic_regression(yb, weights=nb).x - sb) for yb in means]
-        return np.clip(grid[None, :] + np.array(gaps), 0.0, 1.0)
-
-    return fit, float(nb.min()), sb
-
-
-@dataclass(frozen=True)
-class WorldParts:
-    """The ``world`` band before its level: ``centre`` and refit ``sd`` on the
-    grid, ``sup`` (per world, the largest |refit - world map| / sd over the
-    ``inner`` grid points, those between the first and last bin mean scores)."""
-
-    centre: np.ndarray
-    sd: np.ndarray
-    sup: np.ndarray
-    inner: np.ndarray
-
-    def half_width(self, level: float) -> np.ndarray:
-        """q sd on the grid, q the ``level`` quantile of ``sup`` (before k)."""
-        return np.quantile(self.sup, level) * self.sd
-
-
-def world_parts(s, y, grid, family="reference", params=None, n_boot=None, seed=0) -> WorldParts:
-    """Worlds of the ``world`` band: labels redrawn ``n_boot`` times at the user's
-    scores from the reference map (clipped to [1 / m, 1 - 1 / m], m the smallest
-    reference bin's count, so that no world is noiseless), the family
-    refitted per world (docs/methods/11-tests-and-bands.md §11.9)."""
-    _min_points("world", s.size, WORLD_MIN_POINTS)
-    R = WORLD_BAND_WORLDS if n_boot is None else n_boot
-    if isinstance(R, bool) or int(R) < 10:
-        raise ValueError(f"n_boot must be an integer >= 10 for 'world', got {n_boot!r}")
-    order = np.argsort(s, kind="stable")
-    ss, yy = s[order], y[order]
-    ref, m, sb = _reference_fitter(ss)
-    eps = min(1.0 / m, 0.5)
-    truth_s = np.clip(ref(yy[None, :], ss)[0], eps, 1.0 - eps)
-    inner = (grid >= sb[0]) & (grid <= sb[-1]) if sb.size > 1 else np.zeros(grid.size, bool)
-    g = grid[inner]
-    truth_g = np.clip(ref(yy[None, :], g)[0], eps, 1.0 - eps)
-    if family == "reference":
-        centre = ref(yy[None, :], grid)[0]
-        refit = ref
-    else:
-        fam = families.resolve(family, params)[1]
-        _min_points("world", s.size, max(int(fam.min_points), WORLD_MIN_POINTS))
-        fitted = clone(fam).fit(ss, yy)
-        if not fitted.provides_map:
-            raise ValueError(f"family {family!r} has no calibration map to draw a band around")
-        centre = np.clip(fitted.predict(grid), 0.0, 1.0)
-
-        def refit(Y, at):
-            return np.stack([np.clip(clone(fam).fit(ss, row).predict(at), 0.0, 1.0) for row in Y])
-    sd = np.full(grid.size, 0.5 / m)
-    if not g.size:                       # no grid point inside: the band is monotone's
-        return WorldParts(centre=centre, sd=sd, sup=np.zeros(1), inner=inner)
-    rng = np.random.default_rng(seed)
-    step = chunk_rows(s.size)
-    reps = np.concatenate([refit((rng.random((min(step, int(R) - r0), s.size)) < truth_s)
-                                 .astype(np.float64), g)
-                           for r0 in range(0, int(R), step)])
-    sd[inner] = np.maximum(reps.std(axis=0, ddof=1), 0.5 / m)
-    sup = np.max(np.abs(reps - truth_g) / sd[inner], axis=1)
-    return WorldParts(centre=centre, sd=sd, sup=sup, inner=inner)
-
-
-def world_ends(s, y, grid, level, parts: WorldParts, scale: float = WORLD_BAND_SCALE,
-               outer=None):
-    """(lo, hi) of the ``world`` band at ``level`` from its ``parts``: fit +/- k q sd
-    on the inner grid points, the ``monotone`` band beyond them (``outer``: its
-    (lo, hi) on the whole grid when already at hand)."""
-    half = scale * parts.half_width(level)
-    lo = np.clip(parts.centre - half, 0.0, 1.0)
-    hi = np.clip(parts.centre + half, 0.0, 1.0)
-    out = ~parts.inner
-    if out.any():
-        if outer is None:
-            lo[out], hi[out] = monotone_band(s, y, grid[out], level)[:2]
-        else:
-            lo[out], hi[out] = outer[0][out], outer[1][out]
-    return lo, hi
-
-
 @band_method("world", simultaneous=True)
 def _world(s, y, grid, level, *, family="reference", params=None, n_boot=None, seed=0, **_):
     parts = world_parts(s, y, grid, family, params, n_boot, seed)
@@ -415,6 +319,22 @@ def band_validity(method: str, level: float, n: int, grid=None,
         return domains.Validity(None, got.why + "; its finite-sample guarantee for a "
                                 "non-decreasing map holds at every n (docs/methods/11-tests-and-bands.md §11.9)")
     return got
+
+
+def shape_validity(v: domains.Validity, shape, level: float) -> domains.Validity:
+    """``v`` gated by the test of monotonicity ``shape`` (a result of
+    :func:`~fitontest.inference.monotone_band.monotonicity_test`) at alpha = 1 - level:
+    None where it rejects (False stays False), the test named either way."""
+    test = (f"the test of monotonicity ({shape.method}, {shape.n_bins} score groups, "
+            f"p = {shape.pvalue:.3g})")
+    if shape.rejects(1.0 - level):
+        why = (f"the band assumes a non-decreasing map and {test} rejects it at "
+               f"{1.0 - level:g}: coverage not claimed (docs/methods/11-tests-and-bands.md §11.9)")
+        return domains.Validity(False if v.valid is False else None,
+                                f"{v.why}; {why}" if v.valid is False else why)
+    return domains.Validity(v.valid, f"{v.why}; a non-decreasing map assumed, not rejected by "
+                            f"{test}: a map that turns down by less than it detects is not "
+                            "covered (benchmarks/measured/band_coverage.md)")
 
 
 def reliability_band(scores, labels, level: float = 0.9, method: str = "auto", *,
@@ -452,6 +372,10 @@ def reliability_band(scores, labels, level: float = 0.9, method: str = "auto", *
     lo, hi, fit, g = _BUILDERS[method](s, y, _check_grid(grid, s), level,
                                        default_grid=grid is None, **options)
     v = band_validity(method, level, int(s.size), grid, options)
+    shape = None
+    if method in ASSUMES_MONOTONE:
+        shape = monotonicity_test(s, y, seed=options.get("seed", 0))
+        v = shape_validity(v, shape, level)
     if v.valid is False:
         warnings.warn(f"{method!r} reliability band: {v.why} (docs/methods/11-tests-and-bands.md §11.9)",
                       BandCoverageWarning, stacklevel=2)
@@ -459,9 +383,11 @@ def reliability_band(scores, labels, level: float = 0.9, method: str = "auto", *
                            hi=np.asarray(hi, dtype=np.float64), level=level, method=method,
                            simultaneous=SIMULTANEOUS[method], n=int(s.size),
                            fit=np.asarray(fit, dtype=np.float64), valid=v.valid,
-                           options=dict(options), validity_note=v.why, reason=reason)
+                           options=dict(options), validity_note=v.why, reason=reason,
+                           shape_pvalue=None if shape is None else shape.pvalue)
 
 
-__all__ = ["ReliabilityBand", "reliability_band", "monotone_band_test", "BandCoverageWarning",
+__all__ = ["ReliabilityBand", "reliability_band", "monotone_band_test", "monotonicity_test",
+           "shape_validity", "ASSUMES_MONOTONE", "BandCoverageWarning",
            "METHODS", "SIMULTANEOUS", "AUTO", "AUTO_REASON", "band_method", "band_validity",
            "WorldParts", "world_parts", "world_ends", "WORLD_BAND_SCALE", "WORLD_BAND_WORLDS"]

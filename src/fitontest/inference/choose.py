@@ -43,9 +43,10 @@ the output). ``debias=False`` gives the plain ranking by raw error. The
 :data:`FALLBACK` (:func:`fallback_test`), else :data:`FALLBACK`'s; its
 interval is :func:`recommended_interval`. ``DEBIAS_SD``, ``ENSEMBLE`` and
 ``MAP_CANDIDATES`` were chosen on the truth benchmark's own subsets (mainly
-synthetic and procedural): an in-sample choice; the step-map generator and
-:data:`FALLBACK_ALPHA` were declared; all are checked on two held-out step-map
-sources (docs/methods/14-chooser.md §14.3, benchmarks/measured/choose_truth.md).
+synthetic and procedural): an in-sample choice; the step-map and calibrated
+generators and :data:`FALLBACK_ALPHA` were declared; all are checked on four
+held-out sources: two step maps, a calibrated and a near-calibrated model
+(docs/methods/14-chooser.md §14.3, benchmarks/measured/choose_truth.md).
 
 Cost: ``n_worlds`` fits of every candidate (times 5 for ``"ranking"``), per
 task, and the interval's (docs/methods/14-chooser.md §14.3 has it measured); ``n_jobs``
@@ -416,7 +417,7 @@ def recommended_interval(choice: EvaluatorChoice, s: np.ndarray, y: np.ndarray,
     (the measured domain of the intervals), widened to hold the estimate. It
     holds the true CE whenever any of them does, so its coverage is at least
     each one's; its ``valid`` flag is the chooser's measured domain
-    (benchmarks/measured/choose_truth.md, end to end)."""
+    (benchmarks/measured/choose_truth.md, end to end; None between its sizes)."""
     from dataclasses import replace
 
     from .domains import measured

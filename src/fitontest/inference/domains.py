@@ -19,6 +19,12 @@ A data file::
                        "cells": {"0.9": [min coverage, samples of that cell], ...},
                        "laws": "what the data were (documentation)"}}}
 
+A setting given as a list holds the measured points themselves: a value
+between two of them is outside (the chooser's ``n``: measured at a few sizes,
+nothing claimed between them). A range ``{"min", "max"}`` is for a method
+whose claim covers the values between its measured points by a guarantee of
+its own (the ``monotone`` band's finite-sample one) or by a measured trend.
+
 :meth:`Measured.validity` answers for one use: None (with the reason) where
 the level, n or a setting lies outside the domain -- "coverage not measured
 here" --; else False when the worst measured cell at that level is

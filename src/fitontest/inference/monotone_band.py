@@ -12,6 +12,9 @@ scores, P(lo(s) <= c(s) <= hi(s) for every s) >= level for every n, for every
 non-decreasing c -- smooth, with kinks or a step function.
 :func:`monotone_band_test` rejects perfect calibration at alpha exactly when
 the diagonal leaves the level 1 - alpha band on its default grid.
+:func:`monotonicity_test` tests the band's own assumption, that c is
+non-decreasing (a permutation test on the largest drop between runs of score
+groups); ``reliability_band`` gates ``valid`` with it.
 """
 from __future__ import annotations
 
@@ -136,5 +139,81 @@ def monotone_band_test(scores, labels, *, n_groups=None,
                                  n=int(s.size))
 
 
+# ------------------------------------------------------------------ the shape assumed
+#: permutations of the labels behind :func:`monotonicity_test`'s p-value
+SHAPE_RESAMPLES = 999
+
+
+def shape_groups(n: int) -> int:
+    """G of :func:`monotonicity_test` for n points: n^(1/3), between 8 and 32.
+
+    Few, large groups: a map that turns down is told from noise by comparing
+    long runs, and every extra group adds comparisons the permutation null
+    pays for (pilot: benchmarks/measured/band_coverage.md, "Maps that turn
+    down"). Declared from that pilot's tuning maps, not fitted."""
+    return int(np.clip(round(n ** (1.0 / 3.0)), 8, 32))
+
+
+def _largest_drop(cnt: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """Per row of group label sums ``pos`` (R, G): the largest two-sample z of a
+    drop, (mean of a run of groups - mean of a later run) / sqrt(1/m + 1/m'),
+    over every pair of disjoint runs, the first left of the second; in units
+    of the Bernoulli SD (the same for every row of a permutation null)."""
+    G = cnt.size
+    j, k = np.triu_indices(G)
+    cc = np.concatenate(([0.0], np.cumsum(cnt)))
+    m = cc[k + 1] - cc[j]
+    a, b = np.nonzero(k[:, None] < j[None, :])          # run a ends before run b starts
+    se = np.sqrt(1.0 / m[a] + 1.0 / m[b])
+    out = np.empty(pos.shape[0])
+    step = max(1, 4_000_000 // max(a.size, 1))          # rows per block: bounded memory
+    for r0 in range(0, pos.shape[0], step):
+        cp = np.concatenate((np.zeros((min(step, pos.shape[0] - r0), 1)),
+                             np.cumsum(pos[r0:r0 + step], axis=1)), axis=1)
+        mean = (cp[:, k + 1] - cp[:, j]) / m
+        out[r0:r0 + step] = ((mean[:, a] - mean[:, b]) / se).max(axis=1, initial=-np.inf)
+    return out
+
+
+def monotonicity_test(scores, labels, *, n_groups=None, n_resamples: int = SHAPE_RESAMPLES,
+                      seed=0) -> CalibrationTestResult:
+    """Test of the ``monotone`` band's assumption, H0: c(s) = P(Y = 1 | S = s) is
+    non-decreasing (docs/methods/11-tests-and-bands.md §11.9).
+
+    The sorted scores are cut into G groups (:func:`score_groups`, G =
+    :func:`shape_groups` (n) unless ``n_groups``); statistic: the largest
+    standardised drop from a run of consecutive groups to a later run,
+    max (ybar_R - ybar_R') / sqrt(pbar (1 - pbar) (1/m_R + 1/m_R')). p-value:
+    the labels permuted ``n_resamples`` times over the scores (group sums
+    drawn from the multivariate hypergeometric law), p = (1 + #{T* >= T}) /
+    (1 + B). Exact for a constant map (the labels are then exchangeable);
+    under a map that rises the drops only shrink, so it is conservative there:
+    its size on non-decreasing maps and its power on maps that turn down were
+    measured (benchmarks/measured/band_coverage.md, "Maps that turn down")."""
+    s, y = check_binary(scores, labels, need_both_classes=False)
+    if isinstance(n_resamples, bool) or int(n_resamples) < 1:
+        raise ValueError(f"n_resamples must be an integer >= 1, got {n_resamples!r}")
+    if n_groups is not None and (isinstance(n_groups, bool) or int(n_groups) < 2):
+        raise ValueError(f"n_groups must be an integer >= 2, got {n_groups!r}")
+    order = np.argsort(s, kind="stable")
+    gid = score_groups(s[order], shape_groups(s.size) if n_groups is None else int(n_groups))
+    G = int(gid[-1]) + 1
+    cnt = np.bincount(gid, minlength=G)
+    pos = np.bincount(gid, weights=y[order], minlength=G)
+    total = int(round(pos.sum()))
+    method = "monotonicity_permutation"
+    if G < 2 or total in (0, s.size):         # one group, or one class: nothing can drop
+        return CalibrationTestResult(statistic=0.0, pvalue=1.0, method=method, n=int(s.size),
+                                     n_resamples=0, n_bins=G)
+    null = np.random.default_rng(seed).multivariate_hypergeometric(
+        cnt, total, size=int(n_resamples)).astype(np.float64)
+    sd = np.sqrt(total / s.size * (1.0 - total / s.size))
+    t = float(_largest_drop(cnt.astype(np.float64), pos[None, :])[0])
+    tb = _largest_drop(cnt.astype(np.float64), null)
+    p = (1.0 + np.count_nonzero(tb >= t - 1e-12)) / (1.0 + int(n_resamples))
+    return CalibrationTestResult(statistic=t / sd, pvalue=float(p), method=method,
+                                 n=int(s.size), n_resamples=int(n_resamples), n_bins=G)
+
+
 __all__ = ["score_groups", "default_groups", "dyadic_runs", "monotone_ends", "monotone_band",
-           "monotone_band_test"]
+           "monotone_band_test", "monotonicity_test", "shape_groups", "SHAPE_RESAMPLES"]

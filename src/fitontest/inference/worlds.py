@@ -23,7 +23,9 @@ Two consumers, two sets of maps:
   where a test of calibration of its fitted probabilities c_g(s_i) against y
   does not reject it, and each perturbed by refitting it on bootstrap
   resamples of the data (perturbations of the size of its sampling
-  uncertainty); :func:`world_sample` draws one world's sample.
+  uncertainty); where the scores themselves are not shown miscalibrated, the
+  identity map (a calibrated model) and maps between it and the reference
+  map (near-calibrated) too; :func:`world_sample` draws one world's sample.
 
 Assumptions (docs/methods/14-chooser.md §14): the score law is the empirical one (no
 score outside the data's); the true map is monotone-ish and near one of the
@@ -48,7 +50,14 @@ WORLD_T = np.array([0.0, 0.15, 0.3, 0.45, 0.6, 0.8, 1.0, 1.4, 2.0])
 #: isotonic calibrator leaves, the usual map of a calibrated model); every registered
 #: family with a map also works (a spline costs about 0.25 s a fit at n = 10,000, 40
 #: times more than these)
-GENERATORS = ("reference", "beta", "platt", "isotonic")
+GENERATORS = ("reference", "beta", "platt", "isotonic", "identity", "near")
+#: generators fitted to nothing: ``"identity"``, c(s) = s (a calibrated model, whose
+#: true CE is 0: a world no fit reaches, since a refit's noise is miscalibration), and
+#: ``"near"``, c(s) = s + u (c_ref*(s) - s) with u ~ U(0, 1) and c_ref* the reference
+#: map refitted on a bootstrap resample (near-calibrated: between the identity and a
+#: fit). Both are kept where the Kuiper test of the scores themselves does not reject
+#: calibration at ``RULE_OUT_ALPHA`` (nothing is fitted, so nothing to cross-fit)
+UNFITTED = ("identity", "near")
 
 #: significance level below which a generator's fit counts as ruled out by the data
 RULE_OUT_ALPHA = 0.01
@@ -181,7 +190,9 @@ def plausible_maps(s: np.ndarray, y: np.ndarray, n_maps: int, seed,
     would pass almost any test. ``"reference"``, the most flexible, is always
     kept. The maps are the kept generators refitted on bootstrap resamples of
     (s, y), round robin: their spread is the fits' own sampling uncertainty. A
-    generator that fails to fit (too few points of a class) is left out.
+    generator that fails to fit (too few points of a class) is left out. The
+    :data:`UNFITTED` generators are kept where the Kuiper test of (s, y)
+    itself does not reject calibration at ``alpha``.
     """
     from .calibration_tests import calibration_test
 
@@ -189,11 +200,17 @@ def plausible_maps(s: np.ndarray, y: np.ndarray, n_maps: int, seed,
     half = rng.permutation(s.size)
     a, b = half[: s.size // 2], half[s.size // 2:]
     kept: dict[str, float] = {}
+    calibrated = None
     for name in generators:
         try:
-            pv = min(1.0, 2.0 * min(
-                float(calibration_test(generator_map(name, s[i], y[i], s[j]), y[j],
-                                       "kuiper").pvalue) for i, j in ((a, b), (b, a))))
+            if name in UNFITTED:
+                if calibrated is None:
+                    calibrated = float(calibration_test(s, y, "kuiper").pvalue)
+                pv = calibrated
+            else:
+                pv = min(1.0, 2.0 * min(
+                    float(calibration_test(generator_map(name, s[i], y[i], s[j]), y[j],
+                                           "kuiper").pvalue) for i, j in ((a, b), (b, a))))
         except (ValueError, FloatingPointError, np.linalg.LinAlgError):
             continue
         if name == "reference" or pv >= alpha:
@@ -203,15 +220,21 @@ def plausible_maps(s: np.ndarray, y: np.ndarray, n_maps: int, seed,
     names = [list(kept)[i % len(kept)] for i in range(int(n_maps))]
     maps = np.empty((int(n_maps), s.size))
     for i, name in enumerate(names):
+        if name == "identity":
+            maps[i] = s
+            continue
+        fit = "reference" if name == "near" else name
         for _ in range(20):     # a resample a family cannot fit (one class) is redrawn
             idx = rng.integers(0, s.size, size=s.size)
             try:
-                maps[i] = generator_map(name, s[idx], y[idx], s)
+                maps[i] = generator_map(fit, s[idx], y[idx], s)
                 break
             except (ValueError, FloatingPointError, np.linalg.LinAlgError):
                 continue
         else:
-            maps[i] = generator_map(name, s, y, s)
+            maps[i] = generator_map(fit, s, y, s)
+        if name == "near":       # between the identity and the refit: near-calibrated
+            maps[i] = s + rng.random() * (maps[i] - s)
     return maps, np.array(names), kept
 
 
@@ -223,6 +246,6 @@ def world_sample(rng: np.random.Generator, s: np.ndarray, c: np.ndarray):
     return s[idx], (rng.random(s.size) < ci).astype(np.int64), ci
 
 
-__all__ = ["WORLD_T", "GENERATORS", "RULE_OUT_ALPHA", "reference_gap", "scaled_maps",
+__all__ = ["WORLD_T", "GENERATORS", "UNFITTED", "RULE_OUT_ALPHA", "reference_gap", "scaled_maps",
            "population_ce", "world_replicates", "world_reps", "largest_ce", "generator_map",
            "plausible_maps", "world_sample"]

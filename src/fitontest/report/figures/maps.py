@@ -55,12 +55,13 @@ def fit_on_test_diagram(family_or_name, scores, labels, true_map=None, ax=None, 
 def draw_fit_on_test(fam, name, s, true_map, ax, p, n_grid, y=None, band=None):
     ax = new_ax(ax)
     ax.plot([0, 1], [0, 1], color="0.4", lw=1, ls="--", label="diagonal")
+    drawn = None
     if band is not None:
         if y is None:
             raise ValueError("a band needs the labels: pass y")
         from .reliability import draw_band
 
-        draw_band(ax, s, y, band)
+        drawn = draw_band(ax, s, y, band)
     parts = []
     if fam.provides_map:
         grid = np.linspace(s.min(), s.max(), n_grid)
@@ -82,7 +83,11 @@ def draw_fit_on_test(fam, name, s, true_map, ax, p, n_grid, y=None, band=None):
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("score s")
     ax.set_ylabel("estimated calibrated probability ĉ(s)")
-    ax.set_title(f"{name}: " + ", ".join(parts), fontsize=8)
+    from .reliability import shape_caption
+
+    caption = shape_caption(drawn)
+    ax.set_title(f"{name}: " + ", ".join(parts) + (f"\n{caption}" if caption else ""),
+                 fontsize=8)
     ax.legend(fontsize=7, loc="upper left")
     return ax
 

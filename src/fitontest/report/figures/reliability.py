@@ -92,12 +92,22 @@ BAND_COLOUR = "#6a3d9a"   # purple: apart from the bars' blue and the filling's 
 def draw_band(ax, scores, labels, level: float, color: str = BAND_COLOUR, **options):
     """Shade the :func:`fitontest.inference.bands.reliability_band` of (scores, labels) at
     ``level`` (method ``auto`` unless ``options`` say otherwise) on ``ax``; the
-    legend entry names the level, pointwise or simultaneous, and the method."""
+    legend entry names the level, pointwise or simultaneous, the method and,
+    unless valid, why (the monotone shape rejected, coverage not measured here)."""
     from fitontest.inference.bands import reliability_band
 
     band = reliability_band(scores, labels, level=level, **options)
     band.plot(ax, color=color, alpha=0.2)
     return band
+
+
+def shape_caption(band) -> str:
+    """The caption's words when the data reject the shape the band assumes
+    ("" otherwise): the band then claims no coverage (docs/methods/11-tests-and-bands.md §11.9)."""
+    if band is None or not band.shape_rejected:
+        return ""
+    return (f"band: non-decreasing map rejected (monotonicity p = {band.shape_pvalue:.2g}), "
+            "no coverage claimed")
 
 
 def reliability_diagram(scores, labels, n_bins: int = 15, scheme: str = "ew",
@@ -161,12 +171,15 @@ def reliability_diagram(scores, labels, n_bins: int = 15, scheme: str = "ew",
         ax.set_ylim(lo_y - 0.01, hi_y + 0.01)
     else:
         ax.set_ylim(0, 1)
+    drawn = None
     if band is not None:
-        draw_band(ax, scores, labels, band)
+        drawn = draw_band(ax, scores, labels, band)
         ax.legend(fontsize=6.5, loc="upper left", framealpha=0.85)
     ax.set_xlim(0, 1)
     ax.set_xlabel("score s")
     ax.set_ylabel("fraction of positives")
-    ax.set_title(title or f"{style.replace('_', ' ')}: ECE = {g.ece:.4f} "
-                 f"({scheme.upper()}, {len(g.counts)} bins)", fontsize=9)
+    caption = shape_caption(drawn)
+    ax.set_title((title or f"{style.replace('_', ' ')}: ECE = {g.ece:.4f} "
+                  f"({scheme.upper()}, {len(g.counts)} bins)")
+                 + (f"\n{caption}" if caption else ""), fontsize=9)
     return ax

@@ -56,10 +56,11 @@ def smooth_reliability_diagram(scores, labels, *, ax=None, n_boot: int = 200,
         lo, hi = smooth_band(s, y, fam.sigma_, t, n_boot=n_boot, level=level, seed=seed)
         ax.fill_between(t, lo, hi, color=color, alpha=0.25, lw=0,
                         label=f"{level:.0%} bootstrap band ({n_boot})")
+        caption = ""
     else:
-        from .reliability import draw_band
+        from .reliability import draw_band, shape_caption
 
-        draw_band(ax, s, y, band)
+        caption = shape_caption(draw_band(ax, s, y, band))
     ax.plot(t, curve, color=color, lw=2, label="smoothed E[y | s]")
     hist, edges = np.histogram(s, bins=50, range=(0, 1))
     ax.bar(edges[:-1], 0.15 * hist / max(hist.max(), 1), width=np.diff(edges), align="edge",
@@ -72,6 +73,7 @@ def smooth_reliability_diagram(scores, labels, *, ax=None, n_boot: int = 200,
     ax.set_xlabel("score s")
     ax.set_ylabel("E[y | s]")
     ax.legend(loc="lower right", fontsize="small", frameon=False)
-    if title:
-        ax.set_title(title)
+    if title or caption:
+        ax.set_title("\n".join(filter(None, (title, caption))),
+                     fontsize=None if not caption else 8)
     return ax
