@@ -25,5 +25,5 @@ result = findings.evaluate_claims(
 rec = pins.record()
 write_text(snakemake.output.environment, json.dumps(rec, indent=1, sort_keys=True) + "\n")
 findings.write_findings(result, snakemake.output.md, snakemake.output.csv, exp=params.exp,
-                        pins=pins.statement(rec))
+                        pins=pins.statement(rec), cost_path=snakemake.output.cost)
 log.info("%s", findings.headline(result))
