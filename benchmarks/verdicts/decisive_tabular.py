@@ -7,12 +7,12 @@ prints: the headlines, each claim's verdict in both runs with the base run's
 projection (knob value and outcome) beside it, which claims the projection
 said the decisive run's knob values would decide and how many it did, and
 the decisive run's wall and CPU seconds (the controller's record: its own CPU
-and its job processes'). With ``--default RUN --seeds N --draws D`` also the
-projected CPU of the default's networks at N seeds and D draws (config/decisive.yaml)
+and its job processes'). With ``--default RUN --networks N`` also the
+projected CPU of the default at N networks per architecture (config/decisive.yaml)
 at RUN's measured cost per job.
 
     python benchmarks/verdicts/decisive_tabular.py results/tabular results/decisive-tabular \\
-        [--default results/default --seeds 147 --draws 19 --default-total 917]
+        [--default results/default --networks N --default-total CPU_S]
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from fitontest.report import findings as F
+from fitontest.report import projection
 from fitontest.study import jobstats
 
 
@@ -30,10 +31,12 @@ def read(run: Path) -> pd.DataFrame:
 
 
 def knob_values(run: Path) -> dict:
-    """The decisive run's values of the knobs (seeds, draws), from its frames."""
-    s = pd.read_parquet(run / "scores.parquet", columns=["seed"])
+    """The decisive run's values of the knobs (networks per architecture, seeds,
+    draws), from its frames."""
+    s = pd.read_parquet(run / "scores.parquet", columns=["arch", "network", "seed"])
     c = pd.read_parquet(run / "calibrators.parquet", columns=["draw"])
-    return {"evaluation.seeds": s["seed"].nunique(), "calibrators.draws": c["draw"].nunique() - 1}
+    return {"training.seeds": s["network"].nunique() // s["arch"].nunique(),
+            "evaluation.seeds": s["seed"].nunique(), "calibrators.draws": c["draw"].nunique() - 1}
 
 
 def cost_line(run: Path) -> tuple[float, float, str]:
@@ -70,23 +73,21 @@ def compare(base: Path, decisive: Path) -> None:
     print(f"\ndecisive run: wall {wall:.0f} s, CPU {cpu:.0f} s — {line}")
 
 
-def projected_default(run: Path, seeds: int, draws: int, total: float | None = None) -> None:
-    """CPU of the default's networks at ``seeds`` and ``draws``: the measured
-    run's total (``total``, else its controller record) plus its per-seed
-    evaluate and per-draw refit cost. Not scaled: the tables and findings
-    rules (they grow with the clusters) and a larger hold-out's export."""
+def projected_default(run: Path, networks: int, total: float | None = None) -> None:
+    """CPU of the default at ``networks`` per architecture: the measured run's
+    total (``total``, else its controller record) plus its per-network rules'
+    cost (``fitontest.report.projection.PER_NETWORK``) for the added networks.
+    Not scaled: the split, the synthetic study, the tables, figures and
+    findings rules (they grow with the clusters)."""
     cost = jobstats.costs(run)
-    s = pd.read_parquet(run / "scores.parquet", columns=["seed"])["seed"].nunique()
-    d = pd.read_parquet(run / "calibrators.parquet", columns=["draw"])["draw"].nunique() - 1
+    s = pd.read_parquet(run / "scores.parquet", columns=["arch", "network"])
+    n = s["network"].nunique() // s["arch"].nunique()
     total = cost_line(run)[1] if total is None else total
-    extra_s = cost["evaluate"] / s * (seeds - s)
-    per_draw = (cost["calibrator_draws"] / d if d else
-                cost["calibrate_binary"] + cost["calibrate_multiclass"])
-    extra_d = per_draw * (draws - d)
-    print(f"\nprojected decisive default ({run}: {s} seeds, {d} draws, {total:.0f} CPU-s measured "
-          f"in all): {seeds} seeds +{extra_s:.0f} CPU-s of evaluate, {draws} draws "
-          f"+{extra_d:.0f} CPU-s of refits: {total + extra_s + extra_d:.0f} CPU-s "
-          f"({(total + extra_s + extra_d) / 3600:.1f} CPU-h)")
+    per_network = sum(cost.get(rule, 0.0) for rule in projection.PER_NETWORK) / n
+    extra = per_network * (networks - n)
+    print(f"\nprojected decisive default ({run}: {n} networks per architecture, {total:.0f} "
+          f"CPU-s measured in all): {networks} networks per architecture +{extra:.0f} CPU-s "
+          f"of per-network rules: {total + extra:.0f} CPU-s ({(total + extra) / 3600:.1f} CPU-h)")
 
 
 def main() -> None:
@@ -94,15 +95,14 @@ def main() -> None:
     ap.add_argument("base", type=Path)
     ap.add_argument("decisive", type=Path)
     ap.add_argument("--default", type=Path)
-    ap.add_argument("--seeds", type=int)
-    ap.add_argument("--draws", type=int)
+    ap.add_argument("--networks", type=int, help="networks per architecture to project")
     ap.add_argument("--default-total", type=float,
                     help="the default run's measured CPU-s in all (else its controller record, "
                          "which a later partial run overwrites)")
     args = ap.parse_args()
     compare(args.base, args.decisive)
     if args.default:
-        projected_default(args.default, args.seeds, args.draws, args.default_total)
+        projected_default(args.default, args.networks, args.default_total)
 
 
 if __name__ == "__main__":

@@ -26,9 +26,25 @@ from .core import pins as _pins
 
 _pins.apply()
 
-from .api import EvaluationResult, evaluate
-from .calibrated_classifier import CalibratedClassifier
-from .choose import EvaluatorChoice, choose_evaluator
+from importlib import import_module as _import_module
+
+#: the front door's names, loaded on first use (PEP 562): ``import fitontest``
+#: stays cheap for the workflow, which parses the Snakefile once per job
+_FRONT_DOOR = {"evaluate": ".api", "EvaluationResult": ".api",
+               "CalibratedClassifier": ".calibrated_classifier",
+               "choose_evaluator": ".choose", "EvaluatorChoice": ".choose"}
 
 __all__ = ["evaluate", "EvaluationResult", "choose_evaluator", "EvaluatorChoice",
            "CalibratedClassifier", "__version__"]
+
+
+def __getattr__(name: str):
+    if name in _FRONT_DOOR:
+        value = getattr(_import_module(_FRONT_DOOR[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'fitontest' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_FRONT_DOOR})

@@ -23,7 +23,8 @@ use_plugins(config["plugins"])
 apply_league(config)
 # Fail before any job starts if a name, size or data file cannot work. The
 # network names need torch (2 s of imports per parse): the train job checks its own.
-check_config(config, models=False)
+if workflow.is_main_process:
+    check_config(config, models=False)
 
 # images / features / logits: which rules make the logits (train.smk, tabular.smk, real.smk)
 DATA_KIND = sources.kind(config)
