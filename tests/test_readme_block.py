@@ -69,3 +69,13 @@ def test_the_snapshot_holds_every_number_the_block_quotes(tmp_path):
     assert quoted and all(n in held for n in quoted), [n for n in quoted if n not in held]
     # a number edited away from the run is not in the snapshot
     assert "987.6" not in held
+
+
+def test_beside_puts_each_claim_of_two_runs_in_one_row():
+    a = pd.DataFrame({"id": ["c1", "c2"], "paper": ["one", "two"],
+                      "status": ["supported", "not distinguishable"], "point": ["holds", "does not hold"]})
+    b = pd.DataFrame({"id": ["c2"], "paper": ["two"], "status": ["not testable"], "point": [""]})
+    rows = readme.beside(a, b, ("`x`", "`y`")).splitlines()
+    assert rows[0] == "| claim | the paper says | `x` | `y` |"
+    assert rows[2] == "| `c1` | one | **supported** (holds) | – |"
+    assert rows[3] == "| `c2` | two | not distinguishable (does not hold) | not testable |"

@@ -9,6 +9,10 @@ it is typed::
     python -m fitontest.report.readme results/default            # rewrite README.md
     python -m fitontest.report.readme results/default --print    # print the block
 
+``--beside OTHER`` prints instead the claims of the two runs side by side
+(README's "Do the paper's conclusions travel?"): each claim's verdict and,
+in brackets, its point order.
+
 ``--snapshot benchmarks/measured/default_run.md`` also keeps the run's own
 numbers in a committed file (Table 3's "all" row, ``findings.md``), which the
 block cites, so every number in it is in a file the docs test reads
@@ -114,6 +118,21 @@ def replace_block(text: str, block: str) -> str:
     return f"{head}{BEGIN}\n{block}{END}{tail}"
 
 
+def _verdict(r) -> str:
+    status = f"**{r.status}**" if r.status in ("supported", "contradicted", "equivalent") \
+        else r.status
+    return status if r.status == "not testable" else f"{status} ({r.point})"
+
+
+def beside(a: pd.DataFrame, b: pd.DataFrame, names: tuple[str, str]) -> str:
+    """The claims of two runs' ``findings.csv`` side by side, as a Markdown table."""
+    b = b.set_index("id")
+    lines = [f"| claim | the paper says | {names[0]} | {names[1]} |", "|---|---|---|---|"]
+    lines += [f"| `{r.id}` | {r.paper} | {_verdict(r)} | "
+              f"{_verdict(b.loc[r.id]) if r.id in b.index else '–'} |" for r in a.itertuples()]
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m fitontest.report.readme", description=__doc__
                                  .splitlines()[0])
@@ -123,8 +142,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--print", action="store_true", help="print the block, write nothing")
     ap.add_argument("--snapshot", default="", help="also write the run's numbers to this "
                     "file (e.g. benchmarks/measured/default_run.md), which the block cites")
+    ap.add_argument("--beside", default="", help="print the claims of this run's and "
+                    "another run's (results/<exp>) findings side by side, write nothing")
     args = ap.parse_args(argv)
     findings, table3 = load(args.results)
+    if args.beside:
+        other, _ = load(args.beside)
+        print(beside(findings, other, (f"`{Path(args.results).name}`",
+                                       f"`{Path(args.beside).name}`")), end="")
+        return 0
     block = render(findings, table3, args.run, args.snapshot)
     if args.print:
         print(block, end="")
