@@ -73,6 +73,16 @@ def compare(base: Path, decisive: Path) -> None:
     print(f"\ndecisive run: wall {wall:.0f} s, CPU {cpu:.0f} s — {line}")
 
 
+def ladder(base: Path) -> None:
+    """The base run's headline and its ladder ("A run that would decide them",
+    with the CPU at its cost: ``findings_cost.md``), which sizes the decisive run."""
+    print(f"base      {base}: {F.headline(read(base))}\n")
+    text = (base / "findings_cost.md").read_text(encoding="utf-8")
+    print(text[text.index("## A run that would decide them"):].strip())
+    wall, cpu, line = cost_line(base)
+    print(f"\nbase run: wall {wall:.0f} s, CPU {cpu:.0f} s — {line}")
+
+
 def projected_default(run: Path, networks: int, total: float | None = None) -> None:
     """CPU of the default at ``networks`` per architecture: the measured run's
     total (``total``, else its controller record) plus its per-network rules'
@@ -93,14 +103,18 @@ def projected_default(run: Path, networks: int, total: float | None = None) -> N
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("base", type=Path)
-    ap.add_argument("decisive", type=Path)
+    ap.add_argument("decisive", type=Path, nargs="?",
+                    help="the decisive run (without it: the base run's ladder only)")
     ap.add_argument("--default", type=Path)
     ap.add_argument("--networks", type=int, help="networks per architecture to project")
     ap.add_argument("--default-total", type=float,
                     help="the default run's measured CPU-s in all (else its controller record, "
                          "which a later partial run overwrites)")
     args = ap.parse_args()
-    compare(args.base, args.decisive)
+    if args.decisive:
+        compare(args.base, args.decisive)
+    else:
+        ladder(args.base)
     if args.default:
         projected_default(args.default, args.networks, args.default_total)
 
