@@ -11,6 +11,7 @@ it (tests/test_benchmarks_index.py checks).
 from __future__ import annotations
 
 import resource
+import subprocess
 from pathlib import Path
 
 #: the repository's root
@@ -31,3 +32,13 @@ def cuda_sync(device) -> None:
         import torch
 
         torch.cuda.synchronize(device)
+
+
+def commit() -> str:
+    """This checkout's short commit, for a measured file's header ("unknown"
+    outside git)."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, text=True,
+                              capture_output=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"

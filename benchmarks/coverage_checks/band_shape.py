@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
+import sys
 import time
 import zlib
 from concurrent.futures import ProcessPoolExecutor
@@ -55,6 +55,8 @@ from fitontest.data import synthetic
 from fitontest.inference.monotone_band import monotone_band, monotonicity_test, shape_groups
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks"))
+from common import commit  # noqa: E402  (benchmarks/common.py)
 LEVELS = (0.8, 0.9, 0.95)
 BEGIN = "<!-- band_shape: maps that turn down (benchmarks/coverage_checks/band_shape.py) -->"
 END = "<!-- band_shape: end -->"
@@ -318,12 +320,6 @@ def cost(ns, repeat=5) -> str:
     return "\n".join(lines)
 
 
-def commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, text=True,
-                              capture_output=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def relative(path: str) -> str:

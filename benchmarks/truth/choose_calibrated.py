@@ -23,7 +23,7 @@ chooser fell back to ``ece_es_cv``.
 from __future__ import annotations
 
 import argparse
-import subprocess
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -34,6 +34,8 @@ import fitontest
 from fitontest.choose import choose_evaluator
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks"))
+from common import commit  # noqa: E402  (benchmarks/common.py)
 
 
 def softmax_sample(k: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -54,12 +56,6 @@ def stairs_sample(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return s, (rng.random(n) < s).astype(int)
 
 
-def commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, text=True,
-                              capture_output=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -46,6 +46,7 @@ then one report from all of them (``--combine``):
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -151,14 +152,6 @@ def summary(source, rows, names, key):
     return line, f"- {source}, {key} (x1e-3): {per}", verdict
 
 
-def commit() -> str:
-    import subprocess
-
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, text=True,
-                              capture_output=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def relative(path: str) -> str:
@@ -169,6 +162,8 @@ def relative(path: str) -> str:
 
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks"))
+from common import commit  # noqa: E402  (benchmarks/common.py)
 
 
 def timing_lines(ns, jobs) -> list[str]:

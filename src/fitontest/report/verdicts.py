@@ -81,6 +81,17 @@ OLD = Procedure("old: (model, task, calibrator, seed) units, Wilcoxon vs best",
                 best_vs_rest_wilcoxon)
 
 
+def _rates(hits: dict[str, list[float]]) -> pd.DataFrame:
+    """One line per procedure: its false-positive rate over the replicates and
+    the rate's Monte Carlo SE."""
+    out = []
+    for name, h in hits.items():
+        h = np.asarray(h, dtype=np.float64)
+        se = float(h.std(ddof=1) / np.sqrt(h.size)) if h.size > 1 else np.nan
+        out.append({"procedure": name, "rate": h.mean(), "mc_se": se, "replicates": h.size})
+    return pd.DataFrame(out)
+
+
 def aa_rate(world: ScoreWorld, procedures: Sequence[Procedure] = (OLD, NEW), *,
             n_rep: int = 200, n_evaluators: int = 2, seeds_per_evaluator: int = 3,
             rows: Sequence[str] = ("size",), alpha: float = policy.ALPHA,
@@ -103,12 +114,7 @@ def aa_rate(world: ScoreWorld, procedures: Sequence[Procedure] = (OLD, NEW), *,
         aa = relabel_as_evaluators(f, groups, evaluator=list(world.effects)[0])
         for p in procedures:
             hits[p.name].append(p.worse(aa, world.measure, rows, alpha).mean())
-    out = []
-    for p in procedures:
-        h = np.asarray(hits[p.name], dtype=np.float64)
-        se = float(h.std(ddof=1) / np.sqrt(h.size)) if h.size > 1 else np.nan
-        out.append({"procedure": p.name, "rate": h.mean(), "mc_se": se, "replicates": h.size})
-    return pd.DataFrame(out)
+    return _rates(hits)
 
 
 #: the fixed-network design: every (network, task, seed) an independent cluster,
@@ -135,12 +141,7 @@ def aa_rate_networks(world: ScoreWorld, procedures: Sequence[Procedure] = (FIXED
         f = world.draw(int(seeds), rng_seed=[rng_seed, r])
         for p in procedures:
             hits[p.name].append(p.worse(f, world.measure, rows, alpha).mean())
-    out = []
-    for p in procedures:
-        h = np.asarray(hits[p.name], dtype=np.float64)
-        se = float(h.std(ddof=1) / np.sqrt(h.size)) if h.size > 1 else np.nan
-        out.append({"procedure": p.name, "rate": h.mean(), "mc_se": se, "replicates": h.size})
-    return pd.DataFrame(out)
+    return _rates(hits)
 
 
 def aa_rate_frame(frame: pd.DataFrame, evaluator: str, procedures=(OLD, NEW), *,
