@@ -111,10 +111,10 @@ def main() -> None:
                     help="the default run's measured CPU-s in all (else its controller record, "
                          "which a later partial run overwrites)")
     args = ap.parse_args()
+    ladder(args.base)
     if args.decisive:
+        print()
         compare(args.base, args.decisive)
-    else:
-        ladder(args.base)
     if args.default:
         projected_default(args.default, args.networks, args.default_total)
 
