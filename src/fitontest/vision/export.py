@@ -112,8 +112,8 @@ def _block(model, meta, images, idx, pos, batch_size, dev, bar=None):
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(model_path, device, images, idx, batch_size, threads):
-    set_torch_threads(threads)
+def _init_worker(model_path, device, images, idx, batch_size):
+    set_torch_threads(1)        # one thread a process: the count changes the logits' last bits
     model, meta = load_model(model_path, device)
     _WORKER.update(model=model, meta=meta, images=images, idx=idx, batch_size=batch_size,
                    dev=next(model.parameters()).device)
@@ -185,13 +185,12 @@ def export_logits(model_path: str | os.PathLike, source_or_arrays, indices=None,
         for pos in blocks:
             logits[pos], labels[pos] = _block(model, meta, images, idx, pos, batch_size, dev, bar)
     else:
-        threads = 1
         # fork: the workers inherit the images (no pickling of a source's
         # caches) and need no re-import of a Snakemake script's __main__; the
         # parent has run no torch computation (thread pools) before it forks
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(n_jobs, _init_worker,
-                      (model_path, device, images, idx, batch_size, threads)) as pool:
+                      (model_path, device, images, idx, batch_size)) as pool:
             for pos, lg, lb in pool.imap_unordered(_work, blocks):
                 logits[pos], labels[pos] = lg, lb
                 bar.update(len(pos))
