@@ -149,6 +149,12 @@ def storage_tolerance(x: np.ndarray, dtype=None) -> tuple[float, str]:
     10^-d for entries rounded to d decimals (:func:`decimals`), else 0. Each
     term bounds what one entry's storage moves it, so a row of true
     probabilities always passes."""
+    tol, what, _ = _storage(x, dtype)
+    return tol, what
+
+
+def _storage(x: np.ndarray, dtype=None) -> tuple[float, str, int | None]:
+    """:func:`storage_tolerance` and the decimals it found (:func:`decimals`)."""
     k = 1 if x.ndim == 1 else x.shape[1]
     name = str(dtype).removeprefix("torch.") if dtype is not None else ""
     rel, what = HALF_PRECISION, name if name in ("float16", "bfloat16") else ""
@@ -158,7 +164,7 @@ def storage_tolerance(x: np.ndarray, dtype=None) -> tuple[float, str]:
     half_unit = 0.0 if d is None else 0.5 * 10.0 ** -d
     if d is not None:
         what = f"rounded to {d} decimals"
-    return rel + k * (half_unit + _TINY), what
+    return rel + k * (half_unit + _TINY), what, d
 
 
 @dataclass(frozen=True)
@@ -390,7 +396,7 @@ def read(a, kind: str = "auto", *, where: str = "predictions", switch: Switch = 
     negative = (x < -SLACK).any(axis=1)
     sums = x.sum(axis=1)
     dev = np.abs(sums - 1.0)
-    tol, what = storage_tolerance(x, dtype)
+    tol, what, d = _storage(x, dtype)
     in_unit = ~negative & ~(x > 1 + SLACK).any(axis=1)
     rows_ok = in_unit & (dev <= tol)
     most = rows_ok.mean() >= MOST
@@ -442,7 +448,7 @@ def read(a, kind: str = "auto", *, where: str = "predictions", switch: Switch = 
     x = np.maximum(x, 0.0)                      # what SLACK let through
     # rows rounded to decimals are shifted, never divided: dividing moves a large entry by
     # its share of the row's deficit, far more than the rounding moved it (to_simplex)
-    d = decimals(x) if rows_ok.all() else None
+    d = d if rows_ok.all() else None           # decimals of the array as given
     probs, moved = _to_one(x, where, label, f" ({what})" if what else "", d is not None)
     return Reading("probabilities", by, probs, x, float(dev.max()), tol, what, where, moved,
                    d is not None, 0.0 if d is None else 0.5 * 10.0 ** -d)
