@@ -3,9 +3,7 @@
 Only the standard library is imported here, so that ``fitontest --help``, every
 ``fitontest COMMAND --help`` and every usage error are answered before numpy,
 scikit-learn or the library itself is loaded (:mod:`fitontest_cli`). The
-commands themselves are :mod:`fitontest.cli`; :func:`parse_args` is shared by
-the console script and :func:`fitontest.cli.main`, so both read the same
-command line.
+commands themselves are :mod:`fitontest_cli.commands`.
 """
 from __future__ import annotations
 

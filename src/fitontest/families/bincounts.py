@@ -20,7 +20,7 @@ from typing import Iterable
 
 import numpy as np
 
-from fitontest.core import calibration_error
+from fitontest import metrics
 from ..core.selection import complexity_rule
 from .bincv import CVCodes, count_rows, count_table, es_starts, fold_tests, read_counts
 
@@ -341,7 +341,7 @@ def used_estimates(counts, sum_s, sum_y, p: int) -> np.ndarray:
     # the same numbers in the same order
     terms = np.zeros(counts.shape)
     n = counts[full]
-    terms[full] = calibration_error.debiased_bin_terms(n, sum_s[full] / n, sum_y[full] / n, p=p)
+    terms[full] = metrics.debiased_bin_terms(n, sum_s[full] / n, sum_y[full] / n, p=p)
     return np.sum(counts * terms, axis=1) / counts.sum(axis=1)
 
 

@@ -27,7 +27,7 @@ from typing import Any, Mapping
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from fitontest.core.calibration_error import check_p
+from fitontest.metrics import check_p
 
 from . import CalibrationFamily, register
 

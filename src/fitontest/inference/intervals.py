@@ -66,7 +66,7 @@ from sklearn.base import clone
 
 from .. import families
 from ..families.base import estimates, resample_chunks, used_estimates
-from fitontest.core.calibration_error import check_p
+from fitontest.metrics import check_p, debiased_bin_terms
 from fitontest.core.validation import check_binary
 # the worlds of "inverted" (reference map, scaled gaps, label redraws) are one
 # module with the evaluator chooser's (docs/methods/14-chooser.md §14)
@@ -198,8 +198,6 @@ def interval_from(replicates: np.ndarray, estimate: float, target: float, level:
 # ------------------------------------------------------------------ sun
 def sun_se(counts, mean_scores, mean_labels) -> tuple[float, float]:
     """(debiased squared binned CE, its standard error) from per-bin statistics."""
-    from fitontest.core.calibration_error import debiased_bin_terms
-
     nb = np.asarray(counts, dtype=np.float64)
     full = nb > 0
     sb = np.where(full, mean_scores, 0.0)
@@ -391,8 +389,10 @@ def interval_settings(name: str, config: Mapping[str, Any] | None) -> dict[str, 
             "method": config.get("method", "auto"), "family": name}
 
 
-__all__ = ["CEInterval", "METHODS", "AUTO", "WORLD_T", "INVERTED_ALPHA_SCALE",
+# WORLD_T, world_replicates, world_reps, largest_ce and reference_gap are used
+# here but homed in fitontest.inference.worlds (one address per public name)
+__all__ = ["CEInterval", "METHODS", "AUTO", "INVERTED_ALPHA_SCALE",
            "IntervalCoverageWarning", "ce_interval", "bootstrap_interval", "bootstrap_indices",
            "replicate_estimates", "refit_replicates", "interval_from", "interval_settings",
-           "batched", "sun_interval", "sun_se", "world_replicates", "world_reps", "largest_ce",
-           "invert", "inverted_level", "reference_gap", "resolve_method", "registered_name"]
+           "batched", "sun_interval", "sun_se", "invert", "inverted_level", "resolve_method",
+           "registered_name"]
