@@ -72,11 +72,12 @@ MOVED: dict[str, dict[str, str]] = {
         "cumulative_differences", "range_bm_sf", "sup_abs_bm_sf", "sup_bm_sf", "tcal_grid"),
     "fitontest.bands": {
         **_all(_BANDS, "AUTO", "AUTO_REASON", "BandCoverageWarning", "METHODS",
-               "ReliabilityBand", "SIMULTANEOUS", "WORLD_BAND_SCALE", "WORLD_BAND_WORLDS",
-               "band_method", "band_validity", "reliability_band"),
+               "ReliabilityBand", "SIMULTANEOUS", "band_method", "band_validity",
+               "reliability_band"),
         **_all(_MONOTONE, "default_groups", "dyadic_runs", "monotone_band_test",
                "score_groups"),
-        **_all(_WORLD_BAND, "WorldParts", "world_ends", "world_parts")},
+        **_all(_WORLD_BAND, "WORLD_BAND_SCALE", "WORLD_BAND_WORLDS", "WorldParts",
+               "world_ends", "world_parts")},
     "fitontest.worlds": _all(
         _WORLDS, "GENERATORS", "RULE_OUT_ALPHA", "WORLD_T", "generator_map", "largest_ce",
         "plausible_maps", "population_ce", "reference_gap", "scaled_maps",
@@ -88,9 +89,8 @@ MOVED: dict[str, dict[str, str]] = {
     "fitontest.choose": {
         **_all(_CHOOSE, "CRITERIA", "DEBIAS_SD", "DEFAULT_CANDIDATES", "ENSEMBLE",
                "FALLBACK", "FALLBACK_ALPHA", "MAP_CANDIDATES", "PL_CANDIDATES",
-               "RANK_TEMPERATURES", "EvaluatorScore", "fallback_test",
-               "recommended_interval"),
-        "world_losses": "fitontest.inference.candidates",
+               "EvaluatorScore", "fallback_test", "recommended_interval"),
+        **_all("fitontest.inference.candidates", "RANK_TEMPERATURES", "world_losses"),
         "EvaluatorChoice": "fitontest"},
     # the command line is one package, fitontest_cli (string homes: no module
     # of fitontest imports it)

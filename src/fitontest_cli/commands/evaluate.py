@@ -13,9 +13,10 @@ from pathlib import Path
 
 import fitontest
 from fitontest import families
-from fitontest.api import AUTO, to_numpy
+from fitontest.api import AUTO
 from fitontest.core.io import atomic_path
 from fitontest.core.prediction_files import read_predictions
+from fitontest.core.predictions import to_numpy
 
 # the reliability diagram (matplotlib) and its tasks: imported by --plot alone,
 # which evaluate without --plot never pays for
