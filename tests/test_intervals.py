@@ -170,7 +170,7 @@ def test_metrics_names_the_interval_api_home_and_nothing_else():
     with pytest.deprecated_call(match="its home is fitontest.inference.intervals"):
         assert metrics.CEInterval is intervals.CEInterval
     with pytest.raises(AttributeError, match="no_such_name"):
-        metrics.no_such_name
+        _ = metrics.no_such_name
 
 
 def test_paper_variant_of_binning_is_refitted_not_batched():

@@ -29,7 +29,7 @@ from .core import pins as _pins
 
 _pins.apply()
 
-from importlib import import_module as _import_module
+from importlib import import_module as _import_module  # noqa: E402  (after the pins)
 
 #: the front door's names, loaded on first use (PEP 562): ``import fitontest``
 #: stays cheap for the workflow, which parses the Snakefile once per job

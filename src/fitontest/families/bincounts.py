@@ -263,7 +263,8 @@ def sweep(sample: Dense, codes: Codes, scheme: str, max_bins) -> np.ndarray:
             if step is None:
                 break
             n_bins, e = step
-        best[active] = n_bins - 1         # monotone up to here: EW, the same bins since the last step
+        # monotone up to here: EW, the same bins since the last step
+        best[active] = n_bins - 1
         if shortcut is not None and n_bins >= shortcut:   # O(k m): only for rows still going
             rows = np.flatnonzero(active)
             done = rows[~decreasing(sample.per_code["n"][rows], sample.per_code["y"][rows])]

@@ -1,5 +1,5 @@
-"""Cross-fitted fit-on-test evaluators (``cf_*``, docs/methods/03-binary-families.md §3.11): any map family
-fitted on K - 1 folds of the test sample and read on the held-out fold.
+"""Cross-fitted fit-on-test evaluators (``cf_*``, docs/methods/03-binary-families.md
+§3.11): any map family fitted on K - 1 folds of the test sample and read on the held-out fold.
 
 With folds k(i) (stratified, seeded) and g_{-k} the family fitted without fold
 k, every point gets an out-of-fold value g_i = g_{-k(i)}(s_i) from a map that

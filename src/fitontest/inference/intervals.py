@@ -70,7 +70,7 @@ from fitontest.metrics import check_p, debiased_bin_terms
 from fitontest.core.validation import check_binary
 # the worlds of "inverted" (reference map, scaled gaps, label redraws) are one
 # module with the evaluator chooser's (docs/methods/14-chooser.md §14)
-from .worlds import WORLD_T, largest_ce, reference_gap, world_replicates, world_reps
+from .worlds import largest_ce, reference_gap, world_replicates, world_reps
 
 METHODS = ("auto", "inverted", "sun", "basic", "percentile")
 

@@ -39,7 +39,8 @@ from .base import PeerEstimate, global_numpy_seed, package_interval
 
 @register("ucal_debiased")
 class UcalDebiased(PeerEstimate):
-    """uncertainty-calibration's debiased binned CE (L1 and squared L2), with its bootstrap interval.
+    """uncertainty-calibration's debiased binned CE (L1 and squared L2), with its
+    bootstrap interval.
 
     ``seed``: NumPy's global state during the debiased L1 (restored after).
     Fitted: ``estimates_``."""
