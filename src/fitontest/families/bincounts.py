@@ -108,8 +108,8 @@ class Dense:
         self.per_code = {"n": cnt, "y": pos}
         self.n = int(cnt[0].sum())
         self._cum: dict[str, np.ndarray] = {}
-        self._inclusive = None
-        self._codes_below = None
+        self._inclusive: np.ndarray | None = None
+        self._codes_below: np.ndarray | None = None
 
     def keep_code_table(self):
         """Read every later :meth:`code_at` (``presorted``) off one table of
@@ -123,7 +123,9 @@ class Dense:
         """Rows of codes only (k, n), their labels to come (:meth:`labelled`)."""
         k, m = code_rows.shape[0], codes.m
         flat = code_rows.ravel() if k == 1 else (code_rows + m * np.arange(k)[:, None]).ravel()
-        return cls(np.bincount(flat, minlength=k * m).reshape(k, m), None, codes)
+        # no labels yet (None until labelled() gives them)
+        return cls(np.bincount(flat, minlength=k * m).reshape(k, m), None,  # type: ignore[arg-type]
+                   codes)
 
     def labelled(self, pairs: np.ndarray) -> "Dense":
         """These rows (:meth:`of_codes`) with labels, from their points ``pairs``
@@ -254,7 +256,7 @@ def sweep(sample: Dense, codes: Codes, scheme: str, max_bins) -> np.ndarray:
     cap = sample.n if max_bins is None else min(int(max_bins), sample.n)
     best = np.ones(sample.k, dtype=np.int64)
     active = best < cap
-    shortcut = min(cap, SHORTCUT_AFTER)
+    shortcut: int | None = min(cap, SHORTCUT_AFTER)
     changes = codes.ew_changes(cap) if scheme == "ew" else None
     n_bins = 2
     while n_bins <= cap:

@@ -77,12 +77,13 @@ class CrossFitted(CalibrationFamily):
 
         return entry(self.family)
 
+    # properties over the base's class attributes: the wrapped family answers
     @property
-    def needs_both_classes(self) -> bool:
+    def needs_both_classes(self) -> bool:  # type: ignore[override]
         return bool(self._entry().needs_both_classes)
 
     @property
-    def pointwise_predict(self) -> bool:
+    def pointwise_predict(self) -> bool:  # type: ignore[override]
         return bool(self._entry().pointwise_predict)
 
     def _inner(self):

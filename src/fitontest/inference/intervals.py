@@ -156,7 +156,7 @@ def resolve_method(method: str, name: str | None, p: int) -> str:
     """The method ``"auto"`` stands for with family ``name`` (others unchanged)."""
     if method != "auto":
         return method
-    return AUTO.get((name, p), AUTO_DEFAULT)
+    return AUTO.get((name, p), AUTO_DEFAULT) if name is not None else AUTO_DEFAULT
 
 
 def bootstrap_indices(n: int, n_boot: int, seed) -> np.ndarray:
@@ -227,7 +227,8 @@ def sun_interval(counts, mean_scores, mean_labels, level: float, p: int) -> tupl
 
 
 def _sun(fitted, level: float, p: int) -> tuple[float, float]:
-    return sun_interval(*fitted.bin_statistics(), level, p)
+    counts, mean_scores, mean_labels = fitted.bin_statistics()
+    return sun_interval(counts, mean_scores, mean_labels, level, p)
 
 
 # ------------------------------------------------------------- inverted
