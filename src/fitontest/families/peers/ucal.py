@@ -39,8 +39,7 @@ from .base import PeerEstimate, global_numpy_seed, package_interval
 
 @register("ucal_debiased")
 class UcalDebiased(PeerEstimate):
-    """uncertainty-calibration's debiased binned CE (L1 and squared L2), with its
-    bootstrap interval.
+    """uncertainty-calibration's debiased binned CE (L1, squared L2) and bootstrap interval.
 
     ``seed``: NumPy's global state during the debiased L1 (restored after).
     Fitted: ``estimates_``."""
