@@ -7,6 +7,8 @@ from scipy.special import softmax
 import fitontest
 from fitontest.study import experiment, tasks
 from fitontest import families, metrics
+from fitontest.inference.calibration_tests import calibration_test
+from fitontest.inference.intervals import ce_interval
 
 
 def data(n=1500, k=4, seed=0, scale=2.0):
@@ -113,13 +115,13 @@ def test_interval_is_metrics_ce_interval():
     _, p, y = data(seed=4)
     s, yb = tasks.confidence(p, y)
     res = fitontest.evaluate(p, y, evaluator="ece_es15", interval=0.9)
-    want = metrics.ce_interval("ece_es15", s, yb, p=1, level=0.9)
+    want = ce_interval("ece_es15", s, yb, p=1, level=0.9)
     assert (res.interval.lo, res.interval.hi) == pytest.approx((want.lo, want.hi))
     assert res.interval.lo <= res.estimate <= res.interval.hi
 
 
 def test_pvalue_is_the_calibration_test_of_each_task():
-    """evaluate's p-value is metrics.calibration_test on the reduced task; over
+    """evaluate's p-value is calibration_test on the reduced task; over
     several classes, Bonferroni's min(1, m * min p)."""
     rng = np.random.default_rng(3)
     z = 2.5 * rng.normal(size=(3000, 3))
@@ -128,7 +130,7 @@ def test_pvalue_is_the_calibration_test_of_each_task():
     res = fitontest.evaluate(probs, y, evaluator="ece_es15")
     s, yb = tasks.confidence(probs, y)
     assert res.test == "kuiper"
-    assert res.pvalue == pytest.approx(metrics.calibration_test(s, yb, method="kuiper").pvalue)
+    assert res.pvalue == pytest.approx(calibration_test(s, yb, method="kuiper").pvalue)
     over = fitontest.evaluate(softmax(2 * z, axis=1), y, evaluator="ece_es15", mode="classwise",
                               test="ks")
     per = [r.pvalue for r in over.per_class.values()]

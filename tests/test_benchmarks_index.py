@@ -37,7 +37,7 @@ def test_every_script_has_a_row_and_every_row_a_script():
 
 def test_every_row_names_a_measured_file_that_exists_or_says_why_not():
     problems = []
-    for script, (question, measured, cost) in rows().items():
+    for script, (_question, measured, cost) in rows().items():
         if measured.startswith("none:"):
             continue                                  # the reason follows
         files = MEASURED.findall(measured)

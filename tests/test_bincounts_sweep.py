@@ -10,7 +10,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from fitontest.core import calibration_error
+from fitontest import metrics
 from fitontest.families import bincounts
 
 
@@ -121,6 +121,6 @@ def test_used_estimates_of_the_non_empty_bins_are_those_of_all_bins(p):
     counts = counts.astype(float)
     sum_s = counts * rng.random(counts.shape)
     safe = np.where(counts > 0, counts, 1.0)
-    terms = calibration_error.debiased_bin_terms(counts, sum_s / safe, sum_y / safe, p=p)
+    terms = metrics.debiased_bin_terms(counts, sum_s / safe, sum_y / safe, p=p)
     want = np.sum(counts * terms, axis=1) / counts.sum(axis=1)
     np.testing.assert_array_equal(bincounts.used_estimates(counts, sum_s, sum_y, p), want)

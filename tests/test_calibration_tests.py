@@ -11,7 +11,7 @@ from scipy import stats
 from scipy.integrate import quad
 from sklearn.base import clone
 
-from fitontest import families, metrics
+from fitontest import families
 from fitontest.inference import calibration_tests as ct
 from fitontest.families.base import estimates, used_estimates
 
@@ -70,10 +70,10 @@ def test_cumulative_statistics_match_a_brute_force_sum():
     order = np.argsort(s)
     c = np.concatenate(([0.0], np.cumsum(y[order] - s[order])))
     sigma = np.sqrt(np.sum(s * (1 - s)))
-    assert metrics.calibration_test(s, y, "kuiper").statistic == \
+    assert ct.calibration_test(s, y, "kuiper").statistic == \
         pytest.approx((c.max() - c.min()) / sigma)
-    assert metrics.calibration_test(s, y, "ks").statistic == pytest.approx(np.abs(c).max() / sigma)
-    assert metrics.calibration_test(s, y, "ks", alternative="less").statistic == \
+    assert ct.calibration_test(s, y, "ks").statistic == pytest.approx(np.abs(c).max() / sigma)
+    assert ct.calibration_test(s, y, "ks", alternative="less").statistic == \
         pytest.approx(max(-c.min(), 0) / sigma)
 
 
@@ -83,8 +83,8 @@ def test_cumulative_statistics_ignore_the_order_among_tied_scores():
     y = (rng.random(400) < s).astype(float)
     perm = rng.permutation(400)
     for method in ("kuiper", "ks"):
-        a = metrics.calibration_test(s, y, method)
-        b = metrics.calibration_test(s[perm], y[perm], method)
+        a = ct.calibration_test(s, y, method)
+        b = ct.calibration_test(s[perm], y[perm], method)
         assert a.statistic == pytest.approx(b.statistic) and a.pvalue == pytest.approx(b.pvalue)
 
 
@@ -127,14 +127,14 @@ def test_batched_binning_statistic_equals_refitting(name, p):
 # ------------------------------------------------------------ null and alternative
 @pytest.mark.parametrize("method", ["kuiper", "ks"])
 def test_asymptotic_pvalues_are_uniform_under_calibration(method):
-    pv = [metrics.calibration_test(*calibrated(2000, 100 + i), method).pvalue for i in range(200)]
+    pv = [ct.calibration_test(*calibrated(2000, 100 + i), method).pvalue for i in range(200)]
     assert stats.kstest(pv, "uniform").pvalue > 0.01
 
 
 @pytest.mark.parametrize("method,kw", [("consistency", {"evaluator": "ece_es15"}),
                                        ("tcal", {}), ("tcal", {"combine": "bonferroni"})])
 def test_resampling_pvalues_hold_their_level(method, kw):
-    pv = np.array([metrics.calibration_test(*calibrated(400, 500 + i), method, n_resamples=99,
+    pv = np.array([ct.calibration_test(*calibrated(400, 500 + i), method, n_resamples=99,
                                             seed=i, **kw).pvalue for i in range(150)])
     assert np.all((pv > 0) & (pv <= 1))
     # exact Monte Carlo test: P(p <= a) <= a; 4 standard errors of 150 draws
@@ -150,7 +150,7 @@ def test_resampling_pvalues_hold_their_level(method, kw):
                                        ("consistency", {"evaluator": "platt"})])
 def test_a_grossly_miscalibrated_sample_is_rejected(method, kw):
     s, y = calibrated(1000, 9)
-    r = metrics.calibration_test(s ** 2, y, method, n_resamples=49, **kw)
+    r = ct.calibration_test(s ** 2, y, method, n_resamples=49, **kw)
     assert r.pvalue <= 0.05 and r.rejects(0.05)
     assert r.method == method and r.n == 1000
 
@@ -158,21 +158,20 @@ def test_a_grossly_miscalibrated_sample_is_rejected(method, kw):
 def test_one_sided_ks_sees_the_direction():
     s, y = calibrated(2000, 10)
     under = np.clip(s - 0.08, 0, 1)          # the labels are above the scores
-    assert metrics.calibration_test(under, y, "ks", alternative="greater").pvalue < 1e-6
-    assert metrics.calibration_test(under, y, "ks", alternative="less").pvalue > 0.5
+    assert ct.calibration_test(under, y, "ks", alternative="greater").pvalue < 1e-6
+    assert ct.calibration_test(under, y, "ks", alternative="less").pvalue > 0.5
 
 
 def test_result_fields_and_seeding():
     s, y = calibrated(300, 11)
-    a = metrics.calibration_test(s, y, "consistency", n_resamples=30, seed=3)
-    b = metrics.calibration_test(s, y, "consistency", n_resamples=30, seed=3)
+    a = ct.calibration_test(s, y, "consistency", n_resamples=30, seed=3)
+    b = ct.calibration_test(s, y, "consistency", n_resamples=30, seed=3)
     assert a == b and a.evaluator == "ece_es15" and a.n_resamples == 30 and a.p == 1
-    t = metrics.calibration_test(s, y, "tcal", n_resamples=30)
+    t = ct.calibration_test(s, y, "tcal", n_resamples=30)
     assert t.n_bins in set(ct.tcal_grid(300)) and t.p == 2
-    assert metrics.calibration_test is ct.calibration_test
     fitted = families.get("ece_ew15").fit(s, y)            # an instance: cloned, named
-    r = metrics.calibration_test(s, y, "consistency", evaluator=fitted, n_resamples=30, seed=3)
-    assert r.evaluator == "ece_ew15" and r.pvalue == metrics.calibration_test(
+    r = ct.calibration_test(s, y, "consistency", evaluator=fitted, n_resamples=30, seed=3)
+    assert r.evaluator == "ece_ew15" and r.pvalue == ct.calibration_test(
         s, y, "consistency", evaluator="ece_ew15", n_resamples=30, seed=3).pvalue
 
 
@@ -187,8 +186,8 @@ def test_redraws_do_not_replay_the_stream_that_drew_the_data():
 
 def test_degenerate_scores():
     s = np.array([0.0, 1.0, 1.0, 0.0])
-    assert metrics.calibration_test(s, s, "kuiper").pvalue == 1.0
-    assert metrics.calibration_test(s, 1 - s, "ks").pvalue == 0.0
+    assert ct.calibration_test(s, s, "kuiper").pvalue == 1.0
+    assert ct.calibration_test(s, 1 - s, "ks").pvalue == 0.0
 
 
 # ------------------------------------------------------------ bad input
@@ -209,4 +208,4 @@ def test_degenerate_scores():
 ])
 def test_bad_input_raises_a_clear_error(args, kw, match):
     with pytest.raises(ValueError, match=match):
-        metrics.calibration_test(*args, **kw)
+        ct.calibration_test(*args, **kw)

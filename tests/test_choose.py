@@ -9,9 +9,10 @@ from scipy.special import expit, logit
 
 import fitontest
 from fitontest import families
-from fitontest.choose import choose_evaluator
+from fitontest import choose_evaluator
 from fitontest.data import synthetic
 from fitontest.families.base import estimates, used_estimates
+from fitontest.inference.intervals import ce_interval
 from fitontest.inference.worlds import GENERATORS, plausible_maps
 
 PAIR = ["ece_es15", "platt"]
@@ -166,7 +167,7 @@ def test_bad_input_errors_as_evaluate(kwargs, match):
 
 
 def test_cli_choose_and_evaluate_auto(tmp_path, capsys):
-    from fitontest.cli import main
+    from fitontest_cli import main
 
     probs, labels = _probs(500)
     path = tmp_path / "preds.npz"
@@ -207,7 +208,7 @@ def test_evaluate_auto_returns_the_recommended_estimate_and_its_interval():
     else:                       # the ensemble's mean, the hull of the members' intervals
         assert ch.recommended_estimate == ch.ensemble_estimate
         assert iv.method.startswith("hull of ece_es_cv")
-        own = fitontest.metrics.ce_interval("ece_es_cv", *_confidence(probs, labels), level=0.9)
+        own = ce_interval("ece_es_cv", *_confidence(probs, labels), level=0.9)
         assert iv.lo <= own.lo and iv.hi >= own.hi
     with pytest.raises(ValueError, match="p='max'"):
         fitontest.evaluate(probs, labels, evaluator="auto", p="max")
@@ -220,7 +221,7 @@ def _confidence(probs, labels):
 
 
 def test_the_fallback_when_the_worlds_cannot_tell():
-    from fitontest.choose import FALLBACK, fallback_test
+    from fitontest.inference.choose import FALLBACK, fallback_test
 
     rng = np.random.default_rng(0)
     gens = np.array(["reference", "beta", "platt", "isotonic"] * 10)

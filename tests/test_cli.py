@@ -18,7 +18,7 @@ from conftest import REPO, load_config
 
 def run_cli(*args, cwd=None, timeout=120):
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    return subprocess.run([sys.executable, "-m", "fitontest.cli", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "fitontest_cli", *map(str, args)],
                           capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)
 
 
@@ -91,9 +91,10 @@ def test_families_lists_every_family():
 
 
 def test_families_are_grouped_with_plain_one_line_summaries(capsys):
-    from fitontest import cli, families, multiclass
+    import fitontest_cli
+    from fitontest import families, multiclass
 
-    assert cli.main(["families"]) == 0
+    assert fitontest_cli.main(["families"]) == 0
     out = capsys.readouterr().out
     head, evaluators, calibrators = out.split("\n\n")
     for abbreviation in ("CE = calibration error", "PL = piecewise linear",
@@ -112,9 +113,9 @@ def test_families_are_grouped_with_plain_one_line_summaries(capsys):
 
 
 def test_every_option_of_every_command_has_help():
-    from fitontest import cli
+    import fitontest_cli
 
-    parser = cli.build_parser()
+    parser = fitontest_cli.build_parser()
     commands = next(a for a in parser._actions if a.dest == "command").choices
     assert set(commands) >= {"evaluate", "families", "bench", "jobs"}
     for name, sub in commands.items():
@@ -250,7 +251,7 @@ def test_config_plugins_make_a_user_family_pass_the_config_checks(tmp_path):
 
 
 def test_bench_report_marks_ties_and_intervals_over_units():
-    from fitontest.cli import bench_report
+    from fitontest_cli.commands.bench import bench_report
 
     rng = np.random.default_rng(0)
     rows = []
@@ -290,7 +291,7 @@ def test_evaluate_prints_the_calibration_test_p_value(npz):
 
 
 def test_bench_report_says_what_would_decide_an_open_verdict():
-    from fitontest.cli import bench_report
+    from fitontest_cli.commands.bench import bench_report
 
     rng = np.random.default_rng(0)
     rows = [dict(arch=a, task=t, calibrator=c, seed=s, size=1000, truth="isotonic",

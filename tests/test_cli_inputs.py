@@ -2,7 +2,7 @@
 stderr and exit status 2 (no traceback, nothing written); fitontest.evaluate
 with a ValueError naming the problem. One test per case of issue 26.
 
-The command runs in this process (``cli.main``), which is what the console
+The command runs in this process (``fitontest_cli.main``), which is what the console
 script calls; one subprocess test checks that no traceback reaches a shell.
 """
 import os
@@ -15,7 +15,7 @@ import pytest
 from scipy.special import softmax
 
 import fitontest
-from fitontest import cli
+import fitontest_cli
 from conftest import REPO
 
 
@@ -28,7 +28,7 @@ def data():
 
 def fail(capsys, *argv):
     """Run the command; assert exit 2, one stderr line, empty stdout; the line."""
-    code = cli.main(["evaluate", *map(str, argv)])
+    code = fitontest_cli.main(["evaluate", *map(str, argv)])
     out = capsys.readouterr()
     assert code == 2, out
     assert out.out == ""
@@ -39,7 +39,7 @@ def fail(capsys, *argv):
 
 
 def ok(capsys, *argv):
-    code = cli.main(["evaluate", *map(str, argv)])
+    code = fitontest_cli.main(["evaluate", *map(str, argv)])
     out = capsys.readouterr()
     assert code == 0, out.err
     return out
@@ -196,7 +196,7 @@ def test_a_multiclass_calibrator_is_not_an_evaluator(data, tmp_path, capsys):
 def test_no_traceback_reaches_the_shell(tmp_path):
     (tmp_path / "r.npz").write_bytes(b"garbage" * 100)
     env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
-    out = subprocess.run([sys.executable, "-m", "fitontest.cli", "evaluate",
+    out = subprocess.run([sys.executable, "-m", "fitontest_cli", "evaluate",
                           str(tmp_path / "r.npz")], capture_output=True, text=True, env=env)
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr

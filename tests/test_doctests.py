@@ -8,7 +8,7 @@ import pytest
 
 PUBLIC = ["fitontest", "fitontest.api", "fitontest.metrics", "fitontest.calibrated_classifier",
           "fitontest.families", "fitontest.multiclass", "fitontest.inference.intervals",
-          "fitontest.core.calibration_error", "fitontest.core.extras",
+          "fitontest.core.moved", "fitontest.core.extras",
           "fitontest.core.prediction_files", "fitontest.core.predictions"]
 
 

@@ -109,7 +109,7 @@ def test_the_calibration_tests_domain_is_derived_from_its_file(tmp_path, monkeyp
 def test_a_test_of_calibration_says_where_its_size_was_measured():
     import numpy as np
 
-    from fitontest.metrics import calibration_test
+    from fitontest.inference.calibration_tests import calibration_test
 
     rng = np.random.default_rng(0)
     s = rng.random(3000)

@@ -236,9 +236,10 @@ def test_captions_say_when_the_bands_shape_assumption_was_rejected():
     down = (rng.random(3000) < np.where(s <= 0.7, s, 1.4 - s)).astype(int)
     up = (rng.random(3000) < s).astype(int)
     for y, rejected in ((down, True), (up, False)):
-        for draw in (lambda ax: reliability_diagram(s, y, ax=ax, band=0.9),
-                     lambda ax: fit_on_test_diagram("platt", s, y, ax=ax, band=0.9),
-                     lambda ax: smooth_reliability_diagram(s, y, ax=ax, band=0.9)):
+        # y bound as a default: each lambda draws the y of its own pass
+        for draw in (lambda ax, y=y: reliability_diagram(s, y, ax=ax, band=0.9),
+                     lambda ax, y=y: fit_on_test_diagram("platt", s, y, ax=ax, band=0.9),
+                     lambda ax, y=y: smooth_reliability_diagram(s, y, ax=ax, band=0.9)):
             fig, ax = plt.subplots()
             draw(ax)
             title = ax.get_title()

@@ -497,7 +497,8 @@ def test_rank_trend_and_bottom_fraction_verdicts():
     rng = np.random.default_rng(3)
     # 'm' is best at size 100 and worst at 1000, clearly; three other methods between
     v = {"m": lambda size, **k: (0.01 if size == 100 else 0.05) + rng.normal(0, 0.001),
-         **{f"o{i}": (lambda i: lambda **k: 0.02 + 0.005 * i + rng.normal(0, 0.001))(i)
+         # the outer lambda binds i per method (ruff cannot see it)
+         **{f"o{i}": (lambda i: lambda **k: 0.02 + 0.005 * i + rng.normal(0, 0.001))(i)  # noqa: B023
             for i in range(3)}}
     s = scores(v, arch=["a", "b", "c"], task=["car", "cat"], seed=[0, 1, 2],
                size=[100, 1000]).assign(subsets="independent")

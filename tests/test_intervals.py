@@ -160,13 +160,17 @@ def test_coverage_monte_carlo_synthetic(capsys):
     assert cov[("basic", 0.0)] > cov[("percentile", 0.0)] + 0.3
 
 
-def test_metrics_reexports_the_interval_api():
+def test_metrics_names_the_interval_api_home_and_nothing_else():
+    """metrics' interval names are its older addresses: they warn and are the
+    very objects of fitontest.inference.intervals; an unknown name is an error."""
     from fitontest.inference import intervals
 
-    assert metrics.ce_interval is intervals.ce_interval
-    assert metrics.CEInterval is intervals.CEInterval
-    with pytest.raises(AttributeError):
-        metrics.no_such_name
+    with pytest.deprecated_call(match="its home is fitontest.inference.intervals"):
+        assert metrics.ce_interval is intervals.ce_interval
+    with pytest.deprecated_call(match="its home is fitontest.inference.intervals"):
+        assert metrics.CEInterval is intervals.CEInterval
+    with pytest.raises(AttributeError, match="no_such_name"):
+        _ = metrics.no_such_name
 
 
 def test_paper_variant_of_binning_is_refitted_not_batched():
@@ -278,7 +282,7 @@ def test_sun_standard_error_matches_the_sampling_spread():
     """The standard error of the debiased squared binned CE (both terms)
     against its spread over 3000 independent draws of fixed bins, at CE 0
     and away from it (the SE of each draw is computed from that draw)."""
-    from fitontest.core.calibration_error import debiased_bin_terms
+    from fitontest.metrics import debiased_bin_terms
     from fitontest.inference.intervals import sun_se
 
     rng = np.random.default_rng(3)
@@ -322,7 +326,7 @@ def test_inverted_reads_the_worlds_at_the_calibrated_level():
     assert inverted_level(0.9, 0.5) == pytest.approx(0.95)
     s, y, _ = synthetic.sample("beta1", 0.05, 1500, 3)
     fam = families.get("ece_es15").fit(s, y)
-    ci = metrics.ce_interval("ece_es15", s, y, method="inverted", n_boot=80, seed=5)
+    ci = ce_interval("ece_es15", s, y, method="inverted", n_boot=80, seed=5)
     theta, reps = world_replicates(fam, s, y, 40, 5, 1)
     want = invert(ci.estimate, theta, reps, 1.0 - INVERTED_ALPHA_SCALE * 0.1)
     assert (ci.lo, ci.hi) == pytest.approx(want, abs=1e-15)
@@ -335,7 +339,7 @@ def test_world_zero_is_consistency_resampling():
     """World t = 0 redraws labels as Bernoulli(s): the debiased squared ES-15
     estimate is unbiased there (mean ~ 0, while the data's own map is far
     from calibrated); worlds' true CE rises with t from exactly 0."""
-    from fitontest.inference.intervals import world_replicates
+    from fitontest.inference.worlds import world_replicates
 
     rng = np.random.default_rng(1)
     s = rng.random(1500)
@@ -430,6 +434,6 @@ def test_no_interval_end_exceeds_the_largest_possible_ce():
     c = rng.beta(2.0, 5.0, 1000)
     y = (rng.random(1000) < c).astype(np.int8)
     bound = np.mean(np.maximum(c, 1 - c) ** 2)
-    ci = metrics.ce_interval("ece_es_cv", c, y, p=2, method="inverted", n_boot=100,
+    ci = ce_interval("ece_es_cv", c, y, p=2, method="inverted", n_boot=100,
                              seed=[55, 7])
     assert 0.0 <= ci.lo <= ci.hi <= bound + 1e-15

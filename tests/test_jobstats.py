@@ -69,7 +69,7 @@ def test_fitontest_jobs_command_prints_the_summary(results):
     from pathlib import Path
 
     src = Path(__file__).resolve().parents[1] / "src"
-    out = subprocess.run([sys.executable, "-m", "fitontest.cli", "jobs", str(results)],
+    out = subprocess.run([sys.executable, "-m", "fitontest_cli", "jobs", str(results)],
                          capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PYTHONPATH": str(src)})
     assert out.returncode == 0, out.stderr

@@ -84,8 +84,8 @@ def test_the_command_needs_no_extra(tmp_path):
     np.savez(tmp_path / "p.npz", probs=p, labels=rng.integers(0, 3, 500))
     out = run_core("""
         import sys
-        from fitontest import cli
-        code = cli.main(sys.argv[1:])
+        import fitontest_cli
+        code = fitontest_cli.main(sys.argv[1:])
         assert "torch" not in sys.modules and "numba" not in sys.modules
         sys.exit(code)
     """, "evaluate", str(tmp_path / "p.npz"), "--evaluator", "smece", "--plot",
@@ -119,8 +119,8 @@ def test_a_missing_backend_names_its_extra(tmp_path, name, extra):
     if name == "pl3_ce":
         cmd = run_core("""
             import sys
-            from fitontest import cli
-            sys.exit(cli.main(sys.argv[1:]))
+            import fitontest_cli
+            sys.exit(fitontest_cli.main(sys.argv[1:]))
         """, "evaluate", str(tmp_path / "p.npz"), "--evaluator", name)
         assert cmd.returncode == 2 and cmd.stderr.count("\n") == 1, cmd.stderr
         assert "fitontest[fast]" in cmd.stderr

@@ -298,13 +298,13 @@ def test_a_missing_package_names_the_extra_in_one_line(monkeypatch, name, packag
 
 
 def test_the_command_says_the_missing_extra(monkeypatch, tmp_path, capsys):
-    from fitontest import cli
+    import fitontest_cli
 
     _block(monkeypatch, "netcal")
     np.savez(tmp_path / "p.npz", probs=np.column_stack([np.linspace(0.1, 0.9, 400)[::-1],
                                                           np.linspace(0.1, 0.9, 400)]),
              labels=np.arange(400) % 2)
-    assert cli.main(["evaluate", str(tmp_path / "p.npz"), "--evaluator", "netcal_ace"]) == 2
+    assert fitontest_cli.main(["evaluate", str(tmp_path / "p.npz"), "--evaluator", "netcal_ace"]) == 2
     err = capsys.readouterr().err
     assert "fitontest[peers]" in err and err.count("\n") == 1
 
@@ -339,7 +339,7 @@ def test_the_evaluate_job_scores_every_peer(name):
 
 @pytest.mark.parametrize("name", PEERS + ["cf_isotonic", "cf_pl_ce"])
 def test_bench_accepts_every_plugin_name(name):
-    from fitontest.cli import bench_config, resolve_evaluator
+    from fitontest_cli.commands.bench import bench_config, resolve_evaluator
     from conftest import load_config
 
     assert resolve_evaluator(name) == (name, None)

@@ -41,7 +41,7 @@ def test_sigmoid_parts_within_two_ulp():
 def test_segment_ends_equal_numpy_searchsorted():
     rng = np.random.default_rng(1)
     ends = np.empty(8, dtype=np.int64)
-    for trial in range(200):
+    for _ in range(200):
         n = int(rng.integers(0, 40))
         xs = np.sort(rng.integers(0, 10, n).astype(float))        # ties
         start = int(rng.integers(0, 3))

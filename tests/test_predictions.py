@@ -16,7 +16,7 @@ import pytest
 from scipy.special import softmax
 
 import fitontest
-from fitontest import cli
+import fitontest_cli
 from fitontest.core import predictions
 from fitontest.data import logits as L
 from conftest import load_benchmark
@@ -25,7 +25,7 @@ corpus = load_benchmark("prediction_corpus")
 
 
 def _cli_estimate(capsys, path, *args):
-    code = cli.main(["evaluate", str(path), "--evaluator", "ece_es15", "--test", "none",
+    code = fitontest_cli.main(["evaluate", str(path), "--evaluator", "ece_es15", "--test", "none",
                      "--json", *args])
     out = capsys.readouterr()
     assert code == 0, out.err
@@ -85,7 +85,7 @@ def test_ambiguous_files_name_the_switch_of_each_entry_point(tmp_path, capsys):
     z, y = corpus.model(10, 300)
     a = z - z.min(axis=1, keepdims=True)
     np.savez(tmp_path / "nonneg.npz", logits=a, labels=y)
-    assert cli.main(["evaluate", str(tmp_path / "nonneg.npz")]) == 2
+    assert fitontest_cli.main(["evaluate", str(tmp_path / "nonneg.npz")]) == 2
     err = capsys.readouterr().err
     assert "cannot tell" in err and "--kind logits" in err and err.count("\n") == 1
     with pytest.raises(ValueError, match="cannot tell.*logits.kind: logits"):
@@ -219,7 +219,7 @@ def test_corrupted_rows_are_an_error_naming_them_never_logits(tmp_path, capsys, 
             fitontest.evaluate(a, y, from_logits=True)
     # the CLI, the array stored under `probs`: one error line naming the rows
     np.savez(tmp_path / "p.npz", probs=a, labels=y)
-    assert cli.main(["evaluate", str(tmp_path / "p.npz")]) == 2
+    assert fitontest_cli.main(["evaluate", str(tmp_path / "p.npz")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{len(bad)} of 2000 rows" in err and named in err, err
     with pytest.raises(ValueError, match=named):

@@ -39,6 +39,6 @@ def test_front_door_names_are_plain_attributes():
     assert {"evaluate", "EvaluationResult", "CalibratedClassifier"} <= set(dir(fitontest))
     assert fitontest.evaluate.__module__ == "fitontest.api"
     with pytest.raises(AttributeError):
-        fitontest.nothing
+        _ = fitontest.nothing
     with pytest.raises(ModuleNotFoundError, match="fitontest.families.nothing"):
         importlib.import_module("fitontest.families.nothing")

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 import yaml
 from scipy import stats
-from scipy.special import log_softmax, softmax
+from scipy.special import softmax
 
 from conftest import REPO, run_snakemake
 from fitontest.report import real
@@ -42,7 +42,7 @@ def test_anchor_matches_pseudo_row_and_ranks_do_not_depend_on_it():
     # pseudo-real biases: the same order, other scale and shift
     p = _scores({e: 2 * v for e, v in vals.items()}, truth="isotonic", true_ce=0.5)
     t = real.bias_table(r, p, truth="isotonic")
-    for size, row in t.groupby("size"):
+    for _, row in t.groupby("size"):
         assert row["real_bias"].mean() == pytest.approx(row["pseudo_bias"].mean())
         assert set(row["anchor_kind"]) == {"pseudo_real"}
         assert list(row["real_rank"]) == list(row["pseudo_rank"])

@@ -11,7 +11,6 @@ from scipy import stats
 
 from fitontest.study.schema import with_network
 from fitontest.report import frames, write
-from fitontest.inference import stats as stats_module
 from fitontest.report.specs import SPECS, build, spec_named
 from fitontest.report.table import flat_index
 from fitontest.study.schema import (CALIBRATOR_COLUMNS, SCORE_COLUMNS, SCORE_VALUES,

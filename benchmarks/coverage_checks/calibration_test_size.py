@@ -38,7 +38,7 @@ from multiprocessing import Pool
 
 import numpy as np
 
-from fitontest import metrics
+from fitontest.inference.calibration_tests import calibration_test
 from fitontest.data import synthetic
 
 ALPHA = 0.05
@@ -55,7 +55,7 @@ POWER_CE = (0.005, 0.01, 0.02, 0.05)
 
 def _pvalues(sample, n_resamples, seed):
     s, y = sample
-    return {name: metrics.calibration_test(s, y, method, n_resamples=n_resamples, seed=seed,
+    return {name: calibration_test(s, y, method, n_resamples=n_resamples, seed=seed,
                                            **kw).pvalue
             for name, (method, kw) in METHODS.items()}
 
@@ -68,7 +68,7 @@ def size_job(args):
     out = {}
     for name, (method, kw) in METHODS.items():
         if (name in RESAMPLING) == resampling:
-            out[name] = metrics.calibration_test(s, y, method, n_resamples=n_resamples,
+            out[name] = calibration_test(s, y, method, n_resamples=n_resamples,
                                                  seed=[rep, 1], **kw).pvalue
     return (world, n), out
 
@@ -101,7 +101,7 @@ def cost(n_resamples):
             times = []
             for _ in range(3):
                 t = time.process_time()
-                metrics.calibration_test(s, y, method, n_resamples=n_resamples, **kw)
+                calibration_test(s, y, method, n_resamples=n_resamples, **kw)
                 times.append(time.process_time() - t)
             row.append(np.median(times))
         print(f"{name:12s}" + "".join(f"{t:11.4f}" for t in row), flush=True)

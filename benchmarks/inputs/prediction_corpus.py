@@ -170,12 +170,12 @@ def via_api(path: Path):
 
 
 def via_cli(path: Path):
-    from fitontest import cli
+    import fitontest_cli
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = cli.main(["evaluate", str(path), "--evaluator", EVALUATOR, "--test", "none",
-                         "--json"])
+        code = fitontest_cli.main(["evaluate", str(path), "--evaluator", EVALUATOR, "--test",
+                                   "none", "--json"])
     if code != 0:
         return ("error", None, None,
                 err.getvalue().strip().removeprefix("fitontest evaluate: error: "))

@@ -24,7 +24,8 @@ import time
 from fitontest import families
 from fitontest.data import synthetic
 from fitontest.families.base import CalibrationFamily
-from fitontest.inference.intervals import WORLD_T, batched, ce_interval
+from fitontest.inference.intervals import batched, ce_interval
+from fitontest.inference.worlds import WORLD_T
 
 SIZES = (1000, 3000, 10000)
 

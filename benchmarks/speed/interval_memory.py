@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-CHILD = "import sys; from fitontest.cli import main; sys.exit(main(sys.argv[1:]))"
+CHILD = "import sys; from fitontest_cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 def write_case(path: Path, n: int, k: int = 10, seed: int = 0) -> None:
@@ -74,7 +74,7 @@ def main() -> None:
           "200 replicates (the default), level 0.9; wall and CPU seconds, peak RSS MiB\n")
     print(f"{'family':14s}" + "".join(f"{'n=' + format(n, ','):>24s}" for n in sizes))
     print(f"{'':14s}" + "".join(f"{'wall':>8s}{'CPU':>8s}{'MiB':>8s}" for _ in sizes))
-    wall, cpu, peak, _ = measure([sys.executable, "-c", "import fitontest.cli, fitontest.api, "
+    wall, cpu, peak, _ = measure([sys.executable, "-c", "import fitontest_cli.commands.evaluate, fitontest.api, "
                                   "fitontest.families.binning, fitontest.inference.intervals"],
                                  args.timeout)
     print(f"{'(imports only)':14s}{wall:8.1f}{cpu:8.1f}{peak:8.0f}")

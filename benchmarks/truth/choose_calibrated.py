@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 import fitontest
-from fitontest.choose import choose_evaluator
+from fitontest import choose_evaluator
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks"))

@@ -54,7 +54,8 @@ import numpy as np
 
 import fitontest
 from fitontest import families
-from fitontest.choose import DEFAULT_CANDIDATES, MAP_CANDIDATES, choose_evaluator
+from fitontest import choose_evaluator
+from fitontest.inference.choose import DEFAULT_CANDIDATES, MAP_CANDIDATES
 from fitontest.data import synthetic
 from fitontest.families.base import estimates, used_estimates
 

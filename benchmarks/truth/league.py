@@ -13,7 +13,7 @@ evaluator, over every (model, task, calibrator, size, seed) of the truth:
 - each cell: the mean over the run's independent clusters with its Student-t
   95 % interval, and the simultaneous rank bounds of the tables' paired tests
   (Holm, α = 5 %); ``*`` = not significantly worse than any other evaluator
-  (the tables' underlining; ``fitontest.cli.ranking``);
+  (the tables' underlining; ``fitontest_cli.commands.bench.ranking``);
 - coverage of the evaluator's CE interval (its own, for the peers that have
   one) of the population CE: the share of rows, with the Korn-Graubard 95 %
   interval over the clusters, as the coverage tables;
@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fitontest.cli import ranking
+from fitontest_cli.commands.bench import ranking
 from fitontest.report import policy
 from fitontest.report.frames import resolve_ranked_calibrators, spearman_by_group
 from fitontest.inference.stats import cluster_binomial_interval

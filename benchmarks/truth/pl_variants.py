@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 from fitontest import families
-from fitontest.core.calibration_error import cmee
+from fitontest.metrics import cmee
 from fitontest.data import synthetic
 from fitontest.data.synthetic import SHAPES
 

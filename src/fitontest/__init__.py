@@ -15,9 +15,12 @@ The front door for a model's K-class predictions:
 >>> fitontest.CalibratedClassifier(fitted_clf, method="temps").fit(X_val, y_val)  # doctest: +SKIP
 
 The package is laid out like scikit-learn: the public modules are real
-modules at the top (``families``, ``multiclass``, ``metrics``, ``intervals``,
-``data``, ``models``); the workflow's layers sit beneath (``core``,
-``vision``, ``study``, ``report``; docs/architecture.md).
+modules at the top (``families``, ``multiclass``, ``metrics``, ``tasks``,
+``inference``, ``data``, ``models``); the workflow's layers sit beneath
+(``core``, ``vision``, ``study``, ``report``; docs/architecture.md). Every
+public name has one home; an older address warns and names it
+(:data:`fitontest.core.moved.MOVED`). The command line is the separate
+package ``fitontest_cli``.
 """
 __version__ = "0.1.0"
 
@@ -26,13 +29,13 @@ from .core import pins as _pins
 
 _pins.apply()
 
-from importlib import import_module as _import_module
+from importlib import import_module as _import_module  # noqa: E402  (after the pins)
 
 #: the front door's names, loaded on first use (PEP 562): ``import fitontest``
 #: stays cheap for the workflow, which parses the Snakefile once per job
 _FRONT_DOOR = {"evaluate": ".api", "EvaluationResult": ".api",
                "CalibratedClassifier": ".calibrated_classifier",
-               "choose_evaluator": ".choose", "EvaluatorChoice": ".choose"}
+               "choose_evaluator": ".choose", "EvaluatorChoice": ".inference.choose"}
 
 __all__ = ["evaluate", "EvaluationResult", "choose_evaluator", "EvaluatorChoice",
            "CalibratedClassifier", "__version__"]

@@ -465,4 +465,4 @@ def _evaluate_auto(probs_or_logits, labels, mode, classes, p, from_logits, inter
 
 
 __all__ = ["evaluate", "evaluate_binary", "binary_tasks", "EvaluationResult", "TaskResult",
-           "class_probabilities", "max_calibration_error", "to_numpy", "MODES"]
+           "class_probabilities", "max_calibration_error", "MODES"]

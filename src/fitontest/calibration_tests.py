@@ -1,8 +1,9 @@
-"""Tests of calibration: :mod:`fitontest.inference.calibration_tests` (docs/methods/11-tests-and-bands.md
-§11.8), whose public names are re-exported here, where they were first published."""
-from .inference.calibration_tests import (CalibrationTestResult, METHODS, calibration_test,
-                                          consistency_null, cumulative_differences,
-                                          range_bm_sf, sup_abs_bm_sf, sup_bm_sf, tcal_grid)
+"""Moved: the tests of calibration have their home in
+:mod:`fitontest.inference.calibration_tests`.
 
-__all__ = ["CalibrationTestResult", "METHODS", "calibration_test", "consistency_null",
-           "cumulative_differences", "range_bm_sf", "sup_abs_bm_sf", "sup_bm_sf", "tcal_grid"]
+The names first published here still resolve, with a ``DeprecationWarning``
+naming their home (:data:`fitontest.core.moved.MOVED`, issue 58).
+"""
+from .core.moved import moved
+
+__getattr__, __dir__ = moved(__name__)

@@ -1,7 +1,8 @@
 """The evaluator chooser at the front door: :func:`choose_evaluator` takes a
 K-class model's predictions as :func:`fitontest.evaluate` does (docs/methods/14-chooser.md
 §14); the rule itself, on binary tasks, is :mod:`fitontest.inference.choose`,
-whose public names are re-exported here.
+the home of its constants and results (the names once re-exported here warn:
+:data:`fitontest.core.moved.MOVED`).
 
 >>> import fitontest
 >>> choice = fitontest.choose_evaluator(probs, labels)       # doctest: +SKIP
@@ -9,13 +10,13 @@ whose public names are re-exported here.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from .inference.choose import (CRITERIA, DEBIAS_SD, DEFAULT_CANDIDATES, ENSEMBLE, FALLBACK,
-                               FALLBACK_ALPHA, MAP_CANDIDATES, PL_CANDIDATES,
-                               RANK_TEMPERATURES, EvaluatorChoice, EvaluatorScore,
-                               candidate_names, check_settings, choose_tasks, fallback_test,
-                               recommended_interval, world_losses)
+from .core.moved import moved
+from .inference.choose import candidate_names, check_settings, choose_tasks
+
+if TYPE_CHECKING:
+    from .inference.choose import EvaluatorChoice
 
 
 def choose_evaluator(probs_or_logits: Any, labels: Any, *, criterion: str = "ce",
@@ -75,7 +76,8 @@ def choose_evaluator(probs_or_logits: Any, labels: Any, *, criterion: str = "ce"
     return choice
 
 
-__all__ = ["choose_evaluator", "choose_tasks", "EvaluatorChoice", "EvaluatorScore",
-           "CRITERIA", "DEFAULT_CANDIDATES", "MAP_CANDIDATES", "PL_CANDIDATES", "DEBIAS_SD",
-           "ENSEMBLE", "FALLBACK", "FALLBACK_ALPHA", "RANK_TEMPERATURES", "world_losses",
-           "fallback_test", "recommended_interval"]
+__all__ = ["choose_evaluator"]
+
+# the chooser's constants and results, re-exported here before issue 58, warn
+# and point to their homes (fitontest.inference.choose; EvaluatorChoice: fitontest)
+__getattr__, __dir__ = moved(__name__)

@@ -1,15 +1,10 @@
-"""CE intervals: :mod:`fitontest.inference.intervals` (docs/methods/11-intervals.md §11.1), whose
-public names are re-exported here, where they were first published."""
-from .inference.intervals import (AUTO, CEInterval, INVERTED_ALPHA_SCALE,
-                                  IntervalCoverageWarning, METHODS, WORLD_T, batched,
-                                  bootstrap_indices, bootstrap_interval, ce_interval,
-                                  interval_from, interval_settings, invert, inverted_level,
-                                  largest_ce, reference_gap, refit_replicates,
-                                  registered_name, replicate_estimates, resolve_method,
-                                  sun_interval, sun_se, world_replicates, world_reps)
+"""Moved: the CE intervals' home is :mod:`fitontest.inference.intervals`;
+``WORLD_T``, ``reference_gap``, ``largest_ce``, ``world_replicates`` and
+``world_reps`` are homed in :mod:`fitontest.inference.worlds`.
 
-__all__ = ["AUTO", "CEInterval", "INVERTED_ALPHA_SCALE", "IntervalCoverageWarning", "METHODS",
-           "WORLD_T", "batched", "bootstrap_indices", "bootstrap_interval", "ce_interval",
-           "interval_from", "interval_settings", "invert", "inverted_level", "largest_ce",
-           "reference_gap", "refit_replicates", "registered_name", "replicate_estimates",
-           "resolve_method", "sun_interval", "sun_se", "world_replicates", "world_reps"]
+The names first published here still resolve, with a ``DeprecationWarning``
+naming their home (:data:`fitontest.core.moved.MOVED`, issue 58).
+"""
+from .core.moved import moved
+
+__getattr__, __dir__ = moved(__name__)

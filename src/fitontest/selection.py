@@ -1,5 +1,9 @@
-"""Cross-validation helpers: :mod:`fitontest.core.selection`, whose public names are
-re-exported here, where they were first published."""
-from .core.selection import (complexity_rule, kfold_indices)
+"""Moved: the cross-validation helpers have their home in
+:mod:`fitontest.core.selection`.
 
-__all__ = ["complexity_rule", "kfold_indices"]
+The names first published here still resolve, with a ``DeprecationWarning``
+naming their home (:data:`fitontest.core.moved.MOVED`, issue 58).
+"""
+from .core.moved import moved
+
+__getattr__, __dir__ = moved(__name__)

@@ -1,9 +1,9 @@
-"""Worlds shaped like the data: :mod:`fitontest.inference.worlds` (docs/methods/14-chooser.md §14),
-whose public names are re-exported here, where they were first published."""
-from .inference.worlds import (GENERATORS, RULE_OUT_ALPHA, WORLD_T, generator_map, largest_ce,
-                               plausible_maps, population_ce, reference_gap, scaled_maps,
-                               world_replicates, world_reps, world_sample)
+"""Moved: the worlds shaped like the data have their home in
+:mod:`fitontest.inference.worlds`.
 
-__all__ = ["GENERATORS", "RULE_OUT_ALPHA", "WORLD_T", "generator_map", "largest_ce",
-           "plausible_maps", "population_ce", "reference_gap", "scaled_maps",
-           "world_replicates", "world_reps", "world_sample"]
+The names first published here still resolve, with a ``DeprecationWarning``
+naming their home (:data:`fitontest.core.moved.MOVED`, issue 58).
+"""
+from .core.moved import moved
+
+__getattr__, __dir__ = moved(__name__)

@@ -3,9 +3,7 @@
 Only the standard library is imported here, so that ``fitontest --help``, every
 ``fitontest COMMAND --help`` and every usage error are answered before numpy,
 scikit-learn or the library itself is loaded (:mod:`fitontest_cli`). The
-commands themselves are :mod:`fitontest.cli`; :func:`parse_args` is shared by
-the console script and :func:`fitontest.cli.main`, so both read the same
-command line.
+commands themselves are :mod:`fitontest_cli.commands`.
 """
 from __future__ import annotations
 
@@ -96,8 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
         "choose", help="which evaluator to trust on these predictions: each candidate's "
         "expected error in worlds shaped like the data",
         description="Recommend the evaluator for these predictions (fitontest.choose_evaluator,"
-        " docs/methods/14-chooser.md §14): worlds shaped like the data (the scores resampled, true maps "
-        "the data cannot rule out, labels redrawn at the same n) score every candidate "
+        " docs/methods/14-chooser.md §14): worlds shaped like the data (the scores resampled, "
+        "true maps the data cannot rule out, labels redrawn at the same n) score every candidate "
         "against a known truth; the table gives each one's expected CE error and CMEE with "
         "Monte Carlo SEs, * marks those not significantly worse than any other, and the "
         "recommended one's estimate and interval on the data follow. PRED formats and input "
@@ -114,8 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_kind(ch)
     ch.add_argument("--criterion", choices=["ce", "map", "ranking"], default="ce",
                     help="what the recommendation minimises: ce = the absolute error of the "
-                    "CE estimate (default), map = CMEE (the map's error), ranking = 1 - Spearman across "
-                    "temperature-scaled versions of the scores (5x the cost)")
+                    "CE estimate (default), map = CMEE (the map's error), ranking = 1 - Spearman "
+                    "across temperature-scaled versions of the scores (5x the cost)")
     ch.add_argument("--candidate", action="append", metavar="NAME",
                     help="a candidate evaluator (repeatable; default: the binning, "
                     "parametric, isotonic and smooth families)")

@@ -50,7 +50,8 @@ def write_bytes(path, data: bytes) -> Path:
 
 def save_npz(path, **arrays: np.ndarray) -> None:
     with atomic_path(path, suffix=".npz") as tmp:
-        np.savez(tmp, **arrays)
+        # numpy's stub reads **arrays as its allow_pickle argument
+        np.savez(tmp, **arrays)  # type: ignore[arg-type]
 
 
 def load_npz(path) -> dict[str, np.ndarray]:

@@ -177,7 +177,8 @@ def effective() -> dict[str, tuple[bool, str]]:
         try:
             from numpy._core._multiarray_umath import __cpu_features__ as feats
         except ImportError:                      # numpy 1.x
-            from numpy.core._multiarray_umath import __cpu_features__ as feats
+            from numpy.core._multiarray_umath import (  # type: ignore[no-redef]
+                __cpu_features__ as feats)
         on = [k for k in PINS["NPY_DISABLE_CPU_FEATURES"].split() if feats.get(k)]
         out["numpy"] = (not on, f"dispatch {' '.join(on)}" if on else "no AVX-512 dispatch")
         from threadpoolctl import threadpool_info

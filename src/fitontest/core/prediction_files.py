@@ -187,10 +187,9 @@ def read_predictions(path, labels=None, labels_key=None, key=None, kind: str = "
     reading = predictions.read(pred, kind, where=where, switch=predictions.CLI)
     if say is not None:
         parts = []
-        named = pred_key is not None and pred_key.lower() in ("probs", "probabilities",
-                                                              "logits")
-        suggests = None if not named else "logits" if pred_key.lower() == "logits" \
-            else "probabilities"
+        low = (pred_key or "").lower()
+        named = low in ("probs", "probabilities", "logits")
+        suggests = None if not named else "logits" if low == "logits" else "probabilities"
         guessed = key is None and pred_key is not None and (
             pred_key not in _PLAIN or (labels_key is None and lk is not None
                                        and lk not in _PLAIN))

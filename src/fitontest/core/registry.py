@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable
+from typing import Any
 
 #: environment variable holding the plugin specs (a JSON list of strings)
 PLUGINS_ENV = "FITONTEST_PLUGINS"
@@ -45,7 +45,8 @@ class Registry:
         self.base = base
         if base is not None:
             _TYPED.append(self)
-        self._entries: dict[str, Callable[..., Any]] = {}
+        # classes or factories: callers read their class attributes too
+        self._entries: dict[str, Any] = {}
         self._defaults: dict[str, dict[str, Any]] = {}
         self._package = (package, path) if package else None
 
@@ -75,7 +76,7 @@ class Registry:
 
         return decorator
 
-    def entry(self, name: str) -> Callable[..., Any]:
+    def entry(self, name: str) -> Any:
         """The registered factory itself."""
         self._load()
         try:
@@ -164,6 +165,8 @@ def _import_target(target: str):
         if name in sys.modules:
             return sys.modules[name]
         spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ValueError(f"plugin file {target!r} cannot be loaded as a Python module")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         try:
@@ -204,11 +207,12 @@ def load_plugin(spec: str):
 
 def _register_class(obj, name: str) -> None:
     for reg in _TYPED:
-        if isinstance(obj, type) and issubclass(obj, reg.base):
+        if isinstance(obj, type) and reg.base is not None and issubclass(obj, reg.base):
             if obj not in reg._entries.values():
                 reg.register(name)(obj)
             return
-    bases = ", ".join(reg.base.__name__ for reg in _TYPED) or "none registered"
+    bases = ", ".join(reg.base.__name__ for reg in _TYPED if reg.base is not None) \
+        or "none registered"
     raise ValueError(f"plugin class {name!r} derives from no registry's base class ({bases})")
 
 

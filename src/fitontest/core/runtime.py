@@ -92,7 +92,7 @@ def numba_threads(n: int) -> Iterator[None]:
     the threads numba started with (``NUMBA_NUM_THREADS``)."""
     import numba
 
-    n = min(_check_count(n), int(numba.config.NUMBA_NUM_THREADS))
+    n = min(_check_count(n), int(numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
     old = numba.get_num_threads()
     numba.set_num_threads(n)
     try:

@@ -6,7 +6,8 @@ from typing import Sequence
 import numpy as np
 
 
-def complexity_rule(candidates: Sequence, cv_scores: Sequence[float], tol: float = 1e-3):
+def complexity_rule(candidates: Sequence | np.ndarray, cv_scores: Sequence[float] | np.ndarray,
+                    tol: float = 1e-3):
     """Smallest candidate whose CV score is within ``tol`` (relative) of the minimum.
 
     The paper's 0.1 % rule is ``tol=1e-3``: choose the smallest complexity with

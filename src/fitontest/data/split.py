@@ -17,8 +17,8 @@ Two layouts (**choice**, documented in ``config/README.md``):
   permutation, and loading them touches the fewest generator blocks. The seed
   is then unused.
 
-Test subsets (docs/methods/06-truth-and-scores.md §6, ``subset_indices``): for seed r, one permutation
-of the hold-out *positions*; the sizes, sorted ascending, take consecutive
+Test subsets (docs/methods/06-truth-and-scores.md §6, ``subset_indices``): for seed
+r, one permutation of the hold-out *positions*; the sizes, sorted ascending, take consecutive
 disjoint slices (1000 -> [0, 1000), 3000 -> [1000, 4000), 10000 -> [4000, 14000)).
 The returned arrays are positions into the hold-out index array (and so into
 every hold-out logits/score file), not image indices. Two designs

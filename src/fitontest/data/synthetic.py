@@ -1,4 +1,5 @@
-"""The paper's synthetic calibration study (docs/methods/07-synthetic.md §7), with exact ground truth.
+"""The paper's synthetic calibration study (docs/methods/07-synthetic.md §7), with
+exact ground truth.
 
 A base shape f maps the calibrated probability c to a prediction p. Derivates
 mix it with the identity, f_a(x) = (1 - a) x + a f(x); for c ~ U(0, 1) the

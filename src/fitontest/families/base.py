@@ -9,7 +9,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
-from fitontest.core import calibration_error
+from fitontest import metrics
 from fitontest.core.validation import check_binary, check_scores
 
 
@@ -88,7 +88,7 @@ class CalibrationFamily(BaseEstimator):
 
     def ce_estimate(self, scores, p: int = 1) -> float:
         """Plug-in estimate mean |c_hat(s_i) - s_i|^p on ``scores``."""
-        return calibration_error.ce_estimate(scores, self.predict(scores), p=p)
+        return metrics.ce_estimate(scores, self.predict(scores), p=p)
 
     def _fitting_sample(self, scores) -> np.ndarray:
         """``scores`` checked to be the fitting sample, for families whose CE

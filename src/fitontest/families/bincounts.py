@@ -20,7 +20,7 @@ from typing import Iterable
 
 import numpy as np
 
-from fitontest.core import calibration_error
+from fitontest import metrics
 from ..core.selection import complexity_rule
 from .bincv import CVCodes, count_rows, count_table, es_starts, fold_tests, read_counts
 
@@ -108,8 +108,8 @@ class Dense:
         self.per_code = {"n": cnt, "y": pos}
         self.n = int(cnt[0].sum())
         self._cum: dict[str, np.ndarray] = {}
-        self._inclusive = None
-        self._codes_below = None
+        self._inclusive: np.ndarray | None = None
+        self._codes_below: np.ndarray | None = None
 
     def keep_code_table(self):
         """Read every later :meth:`code_at` (``presorted``) off one table of
@@ -123,7 +123,9 @@ class Dense:
         """Rows of codes only (k, n), their labels to come (:meth:`labelled`)."""
         k, m = code_rows.shape[0], codes.m
         flat = code_rows.ravel() if k == 1 else (code_rows + m * np.arange(k)[:, None]).ravel()
-        return cls(np.bincount(flat, minlength=k * m).reshape(k, m), None, codes)
+        # no labels yet (None until labelled() gives them)
+        return cls(np.bincount(flat, minlength=k * m).reshape(k, m), None,  # type: ignore[arg-type]
+                   codes)
 
     def labelled(self, pairs: np.ndarray) -> "Dense":
         """These rows (:meth:`of_codes`) with labels, from their points ``pairs``
@@ -254,7 +256,7 @@ def sweep(sample: Dense, codes: Codes, scheme: str, max_bins) -> np.ndarray:
     cap = sample.n if max_bins is None else min(int(max_bins), sample.n)
     best = np.ones(sample.k, dtype=np.int64)
     active = best < cap
-    shortcut = min(cap, SHORTCUT_AFTER)
+    shortcut: int | None = min(cap, SHORTCUT_AFTER)
     changes = codes.ew_changes(cap) if scheme == "ew" else None
     n_bins = 2
     while n_bins <= cap:
@@ -263,7 +265,8 @@ def sweep(sample: Dense, codes: Codes, scheme: str, max_bins) -> np.ndarray:
             if step is None:
                 break
             n_bins, e = step
-        best[active] = n_bins - 1         # monotone up to here: EW, the same bins since the last step
+        # monotone up to here: EW, the same bins since the last step
+        best[active] = n_bins - 1
         if shortcut is not None and n_bins >= shortcut:   # O(k m): only for rows still going
             rows = np.flatnonzero(active)
             done = rows[~decreasing(sample.per_code["n"][rows], sample.per_code["y"][rows])]
@@ -341,7 +344,7 @@ def used_estimates(counts, sum_s, sum_y, p: int) -> np.ndarray:
     # the same numbers in the same order
     terms = np.zeros(counts.shape)
     n = counts[full]
-    terms[full] = calibration_error.debiased_bin_terms(n, sum_s[full] / n, sum_y[full] / n, p=p)
+    terms[full] = metrics.debiased_bin_terms(n, sum_s[full] / n, sum_y[full] / n, p=p)
     return np.sum(counts * terms, axis=1) / counts.sum(axis=1)
 
 

@@ -19,6 +19,7 @@ labels -- pay only for the labels (:meth:`CVCodes.scores`).
 from __future__ import annotations
 
 import functools
+from typing import Literal
 
 import numpy as np
 
@@ -37,7 +38,8 @@ def es_starts(n, n_bins, b):
 
 
 # ------------------------------------------------------------- counting
-def count_rows(values: np.ndarray, needles: np.ndarray, top: int, side: str) -> np.ndarray:
+def count_rows(values: np.ndarray, needles: np.ndarray, top: int,
+               side: Literal["left", "right"]) -> np.ndarray:
     """Per row r and needle v = ``needles[r, i]``: how many of ``values[r]`` are
     < v (``side="left"``) or <= v (``"right"``); integers in [0, top], values
     sorted and needles non-decreasing along each row (k rows).
@@ -68,7 +70,8 @@ def count_table(values: np.ndarray, top: int) -> np.ndarray:
     return np.add.accumulate(table, axis=1, out=table)
 
 
-def read_counts(table: np.ndarray, needles: np.ndarray, side: str) -> np.ndarray:
+def read_counts(table: np.ndarray, needles: np.ndarray,
+                side: Literal["left", "right"]) -> np.ndarray:
     """:func:`count_rows` read off a :func:`count_table`."""
     rows = np.arange(table.shape[0])[:, None]
     return np.take(table, needles + (side == "right") + table.shape[1] * rows)
@@ -250,7 +253,7 @@ class CVCodes:
         counts with labels (:meth:`Dense.labelled`), ``labels`` (k, n)."""
         flat = labels.ravel()
         out = sum(f.squared_errors(sample, flat, self.first) / f.n for f in self.folds)
-        return out / len(self.folds)
+        return np.asarray(out) / len(self.folds)
 
 
 @functools.lru_cache(maxsize=8)

@@ -88,7 +88,7 @@ from typing import Iterable
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from fitontest.core import calibration_error
+from fitontest import metrics
 from ..core.selection import complexity_rule
 from fitontest.core.validation import check_scores
 from . import CalibrationFamily, register
@@ -338,7 +338,7 @@ class BinningFamily(CalibrationFamily):
         s = check_scores(scores)
         if s.size == 0:
             raise ValueError("scores is empty")
-        terms = calibration_error.debiased_bin_terms(self.bin_counts_, self.bin_mean_scores_,
+        terms = metrics.debiased_bin_terms(self.bin_counts_, self.bin_mean_scores_,
                                                      self.bin_mean_labels_, p=p)
         weights = np.bincount(assign_bins(s, self.edges_, self.scheme),
                               minlength=self.n_bins_) / s.size

@@ -1,5 +1,5 @@
-"""Cross-fitted fit-on-test evaluators (``cf_*``, docs/methods/03-binary-families.md §3.11): any map family
-fitted on K - 1 folds of the test sample and read on the held-out fold.
+"""Cross-fitted fit-on-test evaluators (``cf_*``, docs/methods/03-binary-families.md
+§3.11): any map family fitted on K - 1 folds of the test sample and read on the held-out fold.
 
 With folds k(i) (stratified, seeded) and g_{-k} the family fitted without fold
 k, every point gets an out-of-fold value g_i = g_{-k(i)}(s_i) from a map that
@@ -27,7 +27,7 @@ from typing import Any, Mapping
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from fitontest.core.calibration_error import check_p
+from fitontest.metrics import check_p
 
 from . import CalibrationFamily, register
 
@@ -77,12 +77,13 @@ class CrossFitted(CalibrationFamily):
 
         return entry(self.family)
 
+    # properties over the base's class attributes: the wrapped family answers
     @property
-    def needs_both_classes(self) -> bool:
+    def needs_both_classes(self) -> bool:  # type: ignore[override]
         return bool(self._entry().needs_both_classes)
 
     @property
-    def pointwise_predict(self) -> bool:
+    def pointwise_predict(self) -> bool:  # type: ignore[override]
         return bool(self._entry().pointwise_predict)
 
     def _inner(self):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from fitontest.core import calibration_error
+from fitontest import metrics
 from . import CalibrationFamily, register
 
 
@@ -37,11 +37,11 @@ class KCEFamily(CalibrationFamily):
     def _fit(self, s, y):
         bw = self.bandwidth
         if bw is None:
-            bw = calibration_error.median_heuristic(s)
+            bw = metrics.median_heuristic(s)
             if bw <= 0:
                 bw = float(np.std(s)) or 1.0
         self.bandwidth_ = float(bw)
-        self.skce_ = calibration_error.kce(s, y, bandwidth=self.bandwidth_)
+        self.skce_ = metrics.kce(s, y, bandwidth=self.bandwidth_)
 
     def ce_estimate(self, scores, p: int = 1) -> float:
         self._fitting_sample(scores)

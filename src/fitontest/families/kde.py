@@ -1,4 +1,5 @@
-"""KDE calibration map (Zhang, Kailkhura & Han 2020, "Mix-n-Match"; docs/methods/03-binary-families.md §3)."""
+"""KDE calibration map (Zhang, Kailkhura & Han 2020, "Mix-n-Match";
+docs/methods/03-binary-families.md §3)."""
 from __future__ import annotations
 
 import numpy as np

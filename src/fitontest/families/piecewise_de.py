@@ -1,4 +1,5 @@
-"""PL_DE: continuous piecewise linear / quadratic fits by pwlf (docs/methods/03-binary-families.md §3).
+"""PL_DE: continuous piecewise linear / quadratic fits by pwlf
+(docs/methods/03-binary-families.md §3).
 
 ``pl_de`` (degree 1, 1..7 segments) and ``pl_de2`` (degree 2, 1..5 segments)
 fit ``pwlf.PiecewiseLinFit(s, y, degree)`` to (score, label) pairs; the number
@@ -219,8 +220,8 @@ def _explained(gram: np.ndarray, rhs: np.ndarray, rtol: float = 1e-12) -> np.nda
         inv = np.where(ok, 1.0 / root, 0.0)
         low[:, j, j] = np.where(ok, root, 0.0)
         if j + 1 < m:
-            low[:, j + 1:, j] = (a[:, j + 1:, j] - np.einsum("pki,pi->pk", low[:, j + 1:, :j], lj)) \
-                * inv[:, None]
+            below = np.einsum("pki,pi->pk", low[:, j + 1:, :j], lj)
+            low[:, j + 1:, j] = (a[:, j + 1:, j] - below) * inv[:, None]
         z[:, j] = (b[:, j] - np.einsum("pi,pi->p", lj, z[:, :j])) * inv
     return np.einsum("pj,pj->p", z, z)
 

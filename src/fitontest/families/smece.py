@@ -314,7 +314,7 @@ def replicate_smece(s: np.ndarray, y: np.ndarray, resamples: Iterable[np.ndarray
 
 @register("smece")
 class SmoothECE(CalibrationFamily):
-    """Smooth ECE (smECE, Blasiok & Nakkiran 2023): Gaussian kernel smoothing, fixed-point bandwidth.
+    """Smooth ECE (smECE, Blasiok & Nakkiran 2023): Gaussian kernel, fixed-point bandwidth.
 
     Fitted: ``sigma_`` (the bandwidth, reported as the hyper-parameter),
     ``smece_`` and ``smece_sq_`` (the L1 / L2 estimates on the fitting sample),

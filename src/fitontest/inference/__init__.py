@@ -16,7 +16,8 @@
 
 The package sits in the methods layer (docs/architecture.md): it imports the
 families and the foundation, never the study, report or front-door layers.
-``fitontest.metrics`` re-exports its public functions; ``fitontest.intervals``,
-``fitontest.bands``, ``fitontest.calibration_tests`` and ``fitontest.worlds``
-keep the names first published there.
+Its modules are the homes of their names: the older addresses
+(``fitontest.intervals``, ``fitontest.bands``, ``fitontest.calibration_tests``,
+``fitontest.worlds``, the interval names of ``fitontest.metrics``) warn and
+point here (:data:`fitontest.core.moved.MOVED`).
 """

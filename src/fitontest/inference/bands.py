@@ -1,4 +1,5 @@
-"""Confidence bands for the calibration map c(s) = P(Y = 1 | S = s) (docs/methods/11-tests-and-bands.md §11.9).
+"""Confidence bands for the calibration map c(s) = P(Y = 1 | S = s)
+(docs/methods/11-tests-and-bands.md §11.9).
 
 :func:`reliability_band` returns a :class:`ReliabilityBand`: lower and upper
 ends ``lo``, ``hi`` on a grid ``s`` at nominal ``level``, the method that built
@@ -317,7 +318,8 @@ def band_validity(method: str, level: float, n: int, grid=None,
         method, level=level, n=n, grid="default" if grid is None else "custom", **settings)
     if got.valid is None and method in _GUARANTEED:
         return domains.Validity(None, got.why + "; its finite-sample guarantee for a "
-                                "non-decreasing map holds at every n (docs/methods/11-tests-and-bands.md §11.9)")
+                                "non-decreasing map holds at every n "
+                                "(docs/methods/11-tests-and-bands.md §11.9)")
     return got
 
 
@@ -377,8 +379,9 @@ def reliability_band(scores, labels, level: float = 0.9, method: str = "auto", *
         shape = monotonicity_test(s, y, seed=options.get("seed", 0))
         v = shape_validity(v, shape, level)
     if v.valid is False:
-        warnings.warn(f"{method!r} reliability band: {v.why} (docs/methods/11-tests-and-bands.md §11.9)",
-                      BandCoverageWarning, stacklevel=2)
+        warnings.warn(f"{method!r} reliability band: {v.why} "
+                      "(docs/methods/11-tests-and-bands.md §11.9)", BandCoverageWarning,
+                      stacklevel=2)
     return ReliabilityBand(s=g, lo=np.asarray(lo, dtype=np.float64),
                            hi=np.asarray(hi, dtype=np.float64), level=level, method=method,
                            simultaneous=SIMULTANEOUS[method], n=int(s.size),

@@ -34,7 +34,7 @@ from scipy.special import ndtr
 from sklearn.base import clone
 
 from .. import families
-from ..core.calibration_error import check_p, debiased_bin_terms
+from ..metrics import check_p, debiased_bin_terms
 from ..core.validation import check_labels, check_scores
 from ..families.base import estimates, used_estimates
 from ..families.binning import BinningFamily

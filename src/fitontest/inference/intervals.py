@@ -66,11 +66,11 @@ from sklearn.base import clone
 
 from .. import families
 from ..families.base import estimates, resample_chunks, used_estimates
-from fitontest.core.calibration_error import check_p
+from fitontest.metrics import check_p, debiased_bin_terms
 from fitontest.core.validation import check_binary
 # the worlds of "inverted" (reference map, scaled gaps, label redraws) are one
 # module with the evaluator chooser's (docs/methods/14-chooser.md §14)
-from .worlds import WORLD_T, largest_ce, reference_gap, world_replicates, world_reps
+from .worlds import largest_ce, reference_gap, world_replicates, world_reps
 
 METHODS = ("auto", "inverted", "sun", "basic", "percentile")
 
@@ -156,7 +156,7 @@ def resolve_method(method: str, name: str | None, p: int) -> str:
     """The method ``"auto"`` stands for with family ``name`` (others unchanged)."""
     if method != "auto":
         return method
-    return AUTO.get((name, p), AUTO_DEFAULT)
+    return AUTO.get((name, p), AUTO_DEFAULT) if name is not None else AUTO_DEFAULT
 
 
 def bootstrap_indices(n: int, n_boot: int, seed) -> np.ndarray:
@@ -198,8 +198,6 @@ def interval_from(replicates: np.ndarray, estimate: float, target: float, level:
 # ------------------------------------------------------------------ sun
 def sun_se(counts, mean_scores, mean_labels) -> tuple[float, float]:
     """(debiased squared binned CE, its standard error) from per-bin statistics."""
-    from fitontest.core.calibration_error import debiased_bin_terms
-
     nb = np.asarray(counts, dtype=np.float64)
     full = nb > 0
     sb = np.where(full, mean_scores, 0.0)
@@ -229,7 +227,8 @@ def sun_interval(counts, mean_scores, mean_labels, level: float, p: int) -> tupl
 
 
 def _sun(fitted, level: float, p: int) -> tuple[float, float]:
-    return sun_interval(*fitted.bin_statistics(), level, p)
+    counts, mean_scores, mean_labels = fitted.bin_statistics()
+    return sun_interval(counts, mean_scores, mean_labels, level, p)
 
 
 # ------------------------------------------------------------- inverted
@@ -391,8 +390,10 @@ def interval_settings(name: str, config: Mapping[str, Any] | None) -> dict[str, 
             "method": config.get("method", "auto"), "family": name}
 
 
-__all__ = ["CEInterval", "METHODS", "AUTO", "WORLD_T", "INVERTED_ALPHA_SCALE",
+# WORLD_T, world_replicates, world_reps, largest_ce and reference_gap are used
+# here but homed in fitontest.inference.worlds (one address per public name)
+__all__ = ["CEInterval", "METHODS", "AUTO", "INVERTED_ALPHA_SCALE",
            "IntervalCoverageWarning", "ce_interval", "bootstrap_interval", "bootstrap_indices",
            "replicate_estimates", "refit_replicates", "interval_from", "interval_settings",
-           "batched", "sun_interval", "sun_se", "world_replicates", "world_reps", "largest_ce",
-           "invert", "inverted_level", "reference_gap", "resolve_method", "registered_name"]
+           "batched", "sun_interval", "sun_se", "invert", "inverted_level", "resolve_method",
+           "registered_name"]

@@ -39,8 +39,9 @@ WORLD_MIN_POINTS = 20
 
 
 def _reference_fitter(s_sorted: np.ndarray):
-    """Vectorised refit of the worlds' reference map (:func:`fitontest.inference.worlds.reference_gap`,
-    p = 1; tests/test_bands.py keeps the two equal) at the fixed sorted scores:
+    """Vectorised refit of the worlds' reference map
+    (:func:`fitontest.inference.worlds.reference_gap`, p = 1; tests/test_bands.py keeps
+    the two equal) at the fixed sorted scores:
     ``fit(Y, grid) -> (R, grid) maps`` for a label matrix Y (R, n), m the smallest
     bin's count and the bins' mean scores. The ES bins come from the scores
     alone, so one reduceat per world does the refit (reference_gap per world:

@@ -1,4 +1,5 @@
-"""scikit-learn classifiers as the "networks" of the tabular study (docs/methods/13-tabular.md §13.2).
+"""scikit-learn classifiers as the "networks" of the tabular study
+(docs/methods/13-tabular.md §13.2).
 
 One registry, :data:`CLASSIFIERS`; a new classifier is one ``@register("name")``
 line on a factory ``(seed, generator) -> estimator`` (a scikit-learn

@@ -40,12 +40,17 @@ Fitted: ``coefs_`` ([W1, W2]), ``intercepts_`` ([b1, b2]), ``feature_mean_``,
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from fitontest.core.extras import require
 from fitontest.core.runtime import torch_threads
 from . import register
 from .base import MultiClassCalibrator, minimize_lbfgs, warn_not_converged
+
+if TYPE_CHECKING:           # annotations only: torch is imported on first use (_torch)
+    import torch
 
 VARIANTS = ("oi", "op")
 _SOFTPLUS_ONE = float(np.log(np.e - 1.0))  # softplus(_SOFTPLUS_ONE) == 1

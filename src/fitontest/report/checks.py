@@ -392,7 +392,8 @@ def check_in_bottom_fraction(ev: Evidence, p):
 
 
 @check_kind("above_threshold", required=["method", "threshold"], equivalence=True,
-            describe=lambda c, p: f"{p['method']}'s mean {c.measure_words} is above {p['threshold']}")
+            describe=lambda c, p: (f"{p['method']}'s mean {c.measure_words} is above "
+                                   f"{p['threshold']}"))
 def check_above_threshold(ev: Evidence, p):
     m, t = p["method"], float(p["threshold"])
     means = ev.require([m], at_least=1)

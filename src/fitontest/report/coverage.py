@@ -1,4 +1,5 @@
-"""Coverage of the evaluators' CE intervals (``ce_lo``, ``ce_hi``; docs/methods/11-intervals.md §11.3).
+"""Coverage of the evaluators' CE intervals (``ce_lo``, ``ce_hi``;
+docs/methods/11-intervals.md §11.3).
 
 Score rows that carry a CE interval (columns ``ce_lo``, ``ce_hi``,
 ``ci_level``, ``true_ce_pop``; older frames lack them and get no coverage
@@ -8,10 +9,10 @@ row's truth; synthetic: the exact CE level). A cell is the share of covered
 rows (%) with a 95 % interval of that share; the nominal level is in the
 caption. Rows of one cluster share data (pseudo-real: the test images of a
 (model, task, seed), or of a seed in the paper design; synthetic: the draws of
-c and y), so they are not independent draws: the interval is Korn and Graubard's (:func:`.stats.cluster_binomial_interval`)
-over the policy's independent clusters (:mod:`.policy`: the run's design), a
-Clopper-Pearson interval at the effective number of rows that the clusters'
-spread allows. Evaluators without intervals are left out.
+c and y), so they are not independent draws: the interval is Korn and Graubard's
+(:func:`.stats.cluster_binomial_interval`) over the policy's independent clusters
+(:mod:`.policy`: the run's design), a Clopper-Pearson interval at the effective
+number of rows that the clusters' spread allows. Evaluators without intervals are left out.
 """
 from __future__ import annotations
 

@@ -91,14 +91,15 @@ def snapshot(results: str | Path, table3: pd.DataFrame | None, run: str = "") ->
     row (``table3``, mean and 95 % half-width as the block prints them, and
     unrounded) and the run's ``findings.md`` verbatim."""
     results = Path(results)
-    lines = [f"# What the default shows: the run behind README's block", "",
+    lines = ["# What the default shows: the run behind README's block", "",
              f"Written by `python -m fitontest.report.readme {results} --snapshot FILE`"
              + (f"; run: {run}" if run else "") + ".", ""]
     if table3 is not None:
         row = table3[table3["group"] == ALL_ROW].dropna(subset=["mean"]).sort_values("mean")
         lines += [f"## Table 3, row \"{ALL_ROW}\" (CMEE ×1000; `{TABLE3}`)", "",
                   "| column | mean | ± half-width | mean (unrounded) | lo | hi | clusters "
-                  "| not significantly worse |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+                  "| not significantly worse |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         lines += [f"| {r.column} | {r.mean:.1f} | {(r.ci_hi - r.ci_lo) / 2:.1f} | {r.mean!r} | "
                   f"{r.ci_lo!r} | {r.ci_hi!r} | {int(r.n_units)} | {bool(r.not_worse)} |"
                   for r in row.itertuples()]

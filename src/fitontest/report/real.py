@@ -178,7 +178,8 @@ def bootstrap_intervals(real_arrays: list[np.ndarray], pseudo_arrays: list[np.nd
     out = {"real_subsets": m_real, "pseudo_subsets": m_pseudo}
     reps = {}
     if n_boot and min(m_real, m_pseudo) >= 2:
-        r, p = bootstrap_cells(real_arrays, n_boot, rng), bootstrap_cells(pseudo_arrays, n_boot, rng)
+        r = bootstrap_cells(real_arrays, n_boot, rng)
+        p = bootstrap_cells(pseudo_arrays, n_boot, rng)
         reps = {"spearman": spearman_rows(r, p), "kendall": kendall_rows(r, p)}
     for name in ("spearman", "kendall"):
         rep = reps.get(name, np.array([]))
@@ -270,7 +271,8 @@ def markdown(table: pd.DataFrame, agreement: pd.DataFrame, truth: str | None = N
     lines += ["", "Anchors: " + "; ".join(f"{s}: {_fmt(a.anchor)} ({a.anchor_kind})"
                                           for s, a in anchors.iterrows()), ""]
     if agreement.empty:
-        lines.append("No pseudo-real scores given: no rank agreement (set real.pseudo_real_scores).")
+        lines.append("No pseudo-real scores given: no rank agreement "
+                     "(set real.pseudo_real_scores).")
     else:
         def iv(a, name, kind):
             return f"[{_fmt(a[f'{name}_{kind}_lo'], 3)}, {_fmt(a[f'{name}_{kind}_hi'], 3)}]"
@@ -288,7 +290,8 @@ def markdown(table: pd.DataFrame, agreement: pd.DataFrame, truth: str | None = N
                          f"{_fmt(a['kendall_p'], 3)} | {_int(a['real_subsets'])} / "
                          f"{_int(a['pseudo_subsets'])} |")
         a0 = agreement.iloc[0]
-        lines.append(f"\nIntervals at level {a0['level']:g} (docs/methods/12-real-data.md §12.3). Subset "
+        lines.append(f"\nIntervals at level {a0['level']:g} (docs/methods/12-real-data.md "
+                     "§12.3). Subset "
                      f"bootstrap ({_int(a0['n_boot'])} replicates): each network's test subsets "
                      "redrawn in both runs; it covers the agreement a repeat on other test "
                      "subsets of these sizes would show (the cells' noise); empty where a "

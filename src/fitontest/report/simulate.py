@@ -15,13 +15,13 @@ scale, a sum of
   size (shrinking as 1/sqrt(size)), and per evaluator (its own fit on the
   same data), and per evaluator and draw of test images (``seed_evaluator``:
   how well one evaluator happens to do on one draw of images, shared by the
-  calibrators and sizes drawn from it). ``design`` says what the units share (docs/methods/06-truth-and-scores.md §6.2):
-  ``paper`` — every unit of a seed shares the test images, so the seed and
-  (seed, model) effects are common to all its units; ``independent`` — the
-  images are drawn per (model, task, seed), so those effects are drawn per
-  (model, task, seed) instead, with the same variances: the same noise per
-  unit, the same compute, only the dependence differs. The frames carry the
-  design in the ``subsets`` column, as the study's do.
+  calibrators and sizes drawn from it). ``design`` says what the units share
+  (docs/methods/06-truth-and-scores.md §6.2): ``paper`` — every unit of a seed shares the
+  test images, so the seed and (seed, model) effects are common to all its units;
+  ``independent`` — the images are drawn per (model, task, seed), so those effects are
+  drawn per (model, task, seed) instead, with the same variances: the same noise per unit,
+  the same compute, only the dependence differs. The frames carry the design in the
+  ``subsets`` column, as the study's do.
 
 **Networks** (``networks`` per architecture, :mod:`fitontest.study.networks`):
 each ``draw`` trains new ones — a random effect per network (``network``) and

@@ -251,7 +251,7 @@ def power(world: ScoreWorld, procedure: Procedure = NEW, *, n_rep: int = 200, se
         f = world.draw(seeds, rng_seed=[rng_seed, r])
         inf = procedure.inf(f, world.measure)
         cells = procedure.cells(f, world.measure, rows)
-        for label, wide in cells.units.items():
+        for wide in cells.units.values():
             b = pairwise_better(wide[names], alpha=alpha, min_clusters=inf.min_clusters)
             b = b.to_numpy()
             for i in range(len(names)):

@@ -278,6 +278,6 @@ def in_grid_order(frame: pd.DataFrame, order: Mapping[str, list]) -> pd.DataFram
     return frame.iloc[np.lexsort(codes[::-1])].reset_index(drop=True)
 
 
-__all__ = ["family_params", "fit_family", "estimates", "used_estimates", "score_rows", "score_evaluator",
-           "interval_columns", "subset_interval",
-           "score_external", "calibrator_rows", "tidy", "in_grid_order", "SCORE_COLUMNS", "CALIBRATOR_COLUMNS"]
+__all__ = ["family_params", "fit_family", "estimates", "used_estimates", "score_rows",
+           "score_evaluator", "interval_columns", "subset_interval", "score_external",
+           "calibrator_rows", "tidy", "in_grid_order", "SCORE_COLUMNS", "CALIBRATOR_COLUMNS"]

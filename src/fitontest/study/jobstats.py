@@ -42,7 +42,8 @@ def record_controller(path: str | Path) -> None:
     by Snakemake every 30 s after a job's first 15 s) undercount."""
     import psutil
 
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall = time.time() - psutil.Process(os.getpid()).create_time()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -139,12 +140,13 @@ def rule_grids(config: Mapping[str, Any]) -> dict[str, RuleGrid]:
         grids["calibrate_binary"] = RuleGrid(binary, archs, tasks)
         # one job per (network, task) estimates every truth of every calibrated model
         n_cal = len(calibrator_names({"calibrators": {"multiclass": multiclass, "binary": binary}}))
-        grids["truth"] = RuleGrid(None, archs * tasks, n_cal * len(config.get("truth", ["isotonic"])))
+        grids["truth"] = RuleGrid(None, archs * tasks,
+                                  n_cal * len(config.get("truth", ["isotonic"])))
         if cal.get("draws", 0):
             # one job per network refits every calibrator on each validation draw
             grids["calibrator_draws"] = RuleGrid(None, archs, int(cal["draws"]) * n_cal * tasks)
-        grids["evaluate"] = RuleGrid(tuple(ev.get("evaluators", [])), archs,
-                                     tasks * len(ev.get("calibrators", [])) * len(ev.get("seeds", [])))
+        units = tasks * len(ev.get("calibrators", [])) * len(ev.get("seeds", []))
+        grids["evaluate"] = RuleGrid(tuple(ev.get("evaluators", [])), archs, units)
     if syn.get("enabled", False):
         grids["synthetic_evaluate"] = RuleGrid(
             tuple(syn.get("evaluators", ["ece_es15", "isotonic"])),
@@ -262,7 +264,8 @@ def gpu_projection(config, rates=None) -> pd.DataFrame:
                      "batch": recipe["batch_size"], "path": path,
                      "s_per_epoch": got.get("s_per_epoch", nan), "setup_s": got.get("setup_s", nan),
                      "train_s": got.get("total_s", nan), "eager_s": eager.get("total_s", nan),
-                     "export_s": (int(split["n_val"]) + int(split["n_holdout"])) / rates.export_img_s})
+                     "export_s": (int(split["n_val"]) + int(split["n_holdout"]))
+                     / rates.export_img_s})
     return pd.DataFrame(rows).set_index("arch") if rows else pd.DataFrame()
 
 
@@ -318,7 +321,8 @@ def _print_gpu(target_config, table: pd.DataFrame, rates, cores: int) -> None:
     print(f"one node, 1 GPU + {cores} cores: {wall['wall_s'] / 3600:.2f} h wall (projected): the "
           f"GPU jobs {wall['gpu_s'] / 3600:.2f} h, each network's CPU jobs on the cores they "
           f"leave, then {wall['tail_s'] / 60:.1f} min after the last export, and "
-          f"{wall['other_s']:.0f} s of jobs run once (split, report; measured in the run, not scaled)")
+          f"{wall['other_s']:.0f} s of jobs run once (split, report; measured in the run, "
+          "not scaled)")
 
 
 def main(argv: list[str] | None = None) -> int:

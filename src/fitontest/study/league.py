@@ -1,5 +1,5 @@
-"""The league (docs/methods/10-results-and-tables.md §10.5): a switch of any study config that adds the
-cross-fitted evaluators and the peers' to its evaluators, so that every table,
+"""The league (docs/methods/10-results-and-tables.md §10.5): a switch of any study
+config that adds the cross-fitted evaluators and the peers' to its evaluators, so that every table,
 interval and verdict of the run scores them beside ours.
 
 ``--config league=true`` on the default, tabular or real-data config:

@@ -37,7 +37,8 @@ MODEL_FORMAT = "fitontest-model-v1"
 def _read(model_path) -> dict:
     ck = torch.load(Path(model_path), map_location="cpu", weights_only=True)
     if ck.get("format") != MODEL_FORMAT:
-        raise ValueError(f"{model_path} is not a fitontest model file (format {ck.get('format')!r})")
+        raise ValueError(f"{model_path} is not a fitontest model file "
+                         f"(format {ck.get('format')!r})")
     return ck
 
 
@@ -163,7 +164,8 @@ def export_logits(model_path: str | os.PathLike, source_or_arrays, indices=None,
     if idx.ndim != 1 or len(idx) == 0:
         raise ValueError("indices must be a non-empty 1-D integer array")
     if idx.min() < 0 or idx.max() >= n_total:
-        raise ValueError(f"indices must lie in 0..{n_total - 1}, got range {idx.min()}..{idx.max()}")
+        raise ValueError(f"indices must lie in 0..{n_total - 1}, "
+                         f"got range {idx.min()}..{idx.max()}")
     if not isinstance(n_jobs, (int, np.integer)) or n_jobs < 1:
         raise ValueError(f"n_jobs must be a positive integer, got {n_jobs!r}")
     blocks = block_plan(idx, chunk_size)

@@ -46,8 +46,8 @@ import torch.nn.functional as F
 
 from .fast_options import COMPILE_MODES, CUDAGRAPH_MODES, FastOptions, fast_options
 
-__all__ = ["FastOptions", "fast_options", "TrainStep", "COMPILE_MODES", "fused_sgd_problem", "usable",
-           "start_step"]
+__all__ = ["FastOptions", "fast_options", "TrainStep", "COMPILE_MODES", "fused_sgd_problem",
+           "usable", "start_step"]
 
 
 def fused_sgd_problem(dev: torch.device) -> str | None:
@@ -162,7 +162,8 @@ class TrainStep:
         _restore(self.model, self.opt, snap)
         self.reset()
         if not cuda:
-            log("[fast] cuda_graph: no CUDA graphs on the CPU; the static-buffer step runs uncaptured")
+            log("[fast] cuda_graph: no CUDA graphs on the CPU; the static-buffer step runs "
+                "uncaptured")
             return
         self.graph = torch.cuda.CUDAGraph()
         self.opt.zero_grad(set_to_none=True)

@@ -104,7 +104,8 @@ def derive(rows: Iterable[Mapping[str, Any]], measured_file: str, rows_file: str
         elif kind == "variant" and row["variant"] in PATHS and "s_per_step" in row:
             if row["options"] != PATHS[row["variant"]].describe():
                 raise ValueError(f"{row['model']} {row['variant']}: measured with "
-                                 f"{row['options']!r}, the path is {PATHS[row['variant']].describe()!r}")
+                                 f"{row['options']!r}, the path is "
+                                 f"{PATHS[row['variant']].describe()!r}")
             net = out["networks"].setdefault(row["model"], {"batch": row["batch"], "paths": {}})
             net["paths"][row["variant"]] = {"s_per_step": round(float(row["s_per_step"]), 7),
                                             "setup_s": round(float(row["setup_s"]), 2)}

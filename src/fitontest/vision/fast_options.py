@@ -53,7 +53,8 @@ def fast_options(value: Any = None) -> FastOptions:
         known = {f.name for f in dataclasses.fields(FastOptions)}
         unknown = set(value) - known
         if unknown:
-            raise ValueError(f"unknown fast-training option(s) {sorted(unknown)}; known: {sorted(known)}")
+            raise ValueError(f"unknown fast-training option(s) {sorted(unknown)}; "
+                             f"known: {sorted(known)}")
         fields = {**dataclasses.asdict(FastOptions()), **dict(value)}
     else:
         raise TypeError(f"fast options must be a mapping, got {type(value).__name__}")
@@ -61,16 +62,20 @@ def fast_options(value: Any = None) -> FastOptions:
         if not isinstance(fields[key], bool):
             raise ValueError(f"fast option {key} must be true/false, got {fields[key]!r}")
     if fields["channels_last"] is not None and not isinstance(fields["channels_last"], bool):
-        raise ValueError(f"fast option channels_last must be true/false/null, got {fields['channels_last']!r}")
+        raise ValueError("fast option channels_last must be true/false/null, "
+                         f"got {fields['channels_last']!r}")
     if fields["compile"] is not None and fields["compile"] not in COMPILE_MODES:
         raise ValueError(f"fast option compile must be null or one of {COMPILE_MODES}, "
                          f"got {fields['compile']!r}")
     if fields["compile_scope"] not in ("model", "step"):
-        raise ValueError(f"fast option compile_scope must be 'model' or 'step', got {fields['compile_scope']!r}")
+        raise ValueError("fast option compile_scope must be 'model' or 'step', "
+                         f"got {fields['compile_scope']!r}")
     if not isinstance(fields["compile_backend"], str) or not fields["compile_backend"]:
-        raise ValueError(f"fast option compile_backend must be a backend name, got {fields['compile_backend']!r}")
+        raise ValueError("fast option compile_backend must be a backend name, "
+                         f"got {fields['compile_backend']!r}")
     if fields["precision"] not in PRECISIONS:
-        raise ValueError(f"fast option precision must be one of {PRECISIONS}, got {fields['precision']!r}")
+        raise ValueError(f"fast option precision must be one of {PRECISIONS}, "
+                         f"got {fields['precision']!r}")
     if fields["cuda_graph"] and fields["compile"] in CUDAGRAPH_MODES:
         raise ValueError(f"compile mode {fields['compile']!r} records CUDA graphs itself; with "
                          "cuda_graph use compile 'default' or 'max-autotune-no-cudagraphs'")

@@ -12,10 +12,12 @@ import torch
 import torch.nn.functional as F
 
 
-def check_images(X: Any, y: Any | None, num_classes: int | None) -> tuple[np.ndarray, np.ndarray | None]:
+def check_images(X: Any, y: Any | None,
+                 num_classes: int | None) -> tuple[np.ndarray, np.ndarray | None]:
     if not isinstance(X, np.ndarray) or X.dtype != np.uint8 or X.ndim != 4 or X.shape[-1] != 3:
         desc = (f"{type(X).__name__} {getattr(X, 'dtype', '')} {getattr(X, 'shape', '')}").strip()
-        raise ValueError(f"images must be a uint8 numpy array of shape (n, H, W, 3) (NHWC), got {desc}")
+        raise ValueError("images must be a uint8 numpy array of shape (n, H, W, 3) (NHWC), "
+                         f"got {desc}")
     if len(X) == 0:
         raise ValueError("no images given")
     if y is None:
@@ -24,7 +26,9 @@ def check_images(X: Any, y: Any | None, num_classes: int | None) -> tuple[np.nda
     if y.ndim != 1 or len(y) != len(X):
         raise ValueError(f"labels must have shape ({len(X)},), got {y.shape}")
     if not np.issubdtype(y.dtype, np.integer):
-        if np.issubdtype(y.dtype, np.floating) and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
+        whole = np.issubdtype(y.dtype, np.floating) and np.all(np.isfinite(y)) \
+            and np.all(y == np.round(y))
+        if whole:
             y = y.astype(np.int64)
         else:
             raise ValueError(f"labels must be integers, got dtype {y.dtype}")

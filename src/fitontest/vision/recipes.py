@@ -82,7 +82,8 @@ def get_recipe(recipe: str | Mapping[str, Any], **overrides: Any) -> dict[str, A
     """A validated copy of a named or given recipe, defaults filled in."""
     if isinstance(recipe, str):
         if recipe not in RECIPES:
-            raise KeyError(f"unknown training recipe {recipe!r}; known: {', '.join(recipe_names())}")
+            raise KeyError(f"unknown training recipe {recipe!r}; "
+                           f"known: {', '.join(recipe_names())}")
         base = RECIPES[recipe]
     elif isinstance(recipe, Mapping):
         base = recipe
@@ -103,7 +104,8 @@ def _milestone_epoch(key: Any, epochs: int) -> int:
     try:
         value = int(key)
     except (TypeError, ValueError):
-        raise ValueError(f"milestone key {key!r} must be an epoch (int) or a percentage like '50%'") from None
+        raise ValueError(f"milestone key {key!r} must be an epoch (int) or a percentage "
+                         "like '50%'") from None
     if isinstance(key, float) and key != value:
         raise ValueError(f"milestone epoch {key!r} must be an integer")
     if value < 0:
@@ -134,17 +136,21 @@ def validate_recipe(recipe: Mapping[str, Any]) -> dict[str, Any]:
     if r["nesterov"] and r["momentum"] == 0:
         raise ValueError("recipe nesterov=true needs momentum > 0")
     if r["schedule"] not in ("step", "cosine", "constant"):
-        raise ValueError(f"recipe schedule must be 'step', 'cosine' or 'constant', got {r['schedule']!r}")
+        raise ValueError("recipe schedule must be 'step', 'cosine' or 'constant', "
+                         f"got {r['schedule']!r}")
     if r["pad_mode"] not in ("zeros", "reflect"):
         raise ValueError(f"recipe pad_mode must be 'zeros' or 'reflect', got {r['pad_mode']!r}")
     if r["pad_mode"] == "reflect" and r["shift"] >= 32:
         raise ValueError("reflect padding needs shift < image size")
     for key, lr in r["milestones"].items():
         _milestone_epoch(key, r["epochs"])
-        if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) or lr < 0:
-            raise ValueError(f"milestone {key!r}: learning rate must be a finite number >= 0, got {lr!r}")
+        if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not math.isfinite(lr) \
+                or lr < 0:
+            raise ValueError(f"milestone {key!r}: learning rate must be a finite number >= 0, "
+                             f"got {lr!r}")
     if r["milestones"] and r["schedule"] != "step":
-        raise ValueError(f"recipe milestones are only used by schedule 'step' (schedule is {r['schedule']!r})")
+        raise ValueError("recipe milestones are only used by schedule 'step' "
+                         f"(schedule is {r['schedule']!r})")
     return r
 
 

@@ -1,7 +1,8 @@
 """Training of the image classifiers (their logits: :mod:`.export`).
 
 >>> from fitontest.vision.train import train_model
->>> path = train_model("resnet8", X, y, recipe="small", out_dir="results/x/models/resnet8")  # doctest: +SKIP
+>>> path = train_model("resnet8", X, y, recipe="small",
+...                    out_dir="results/x/models/resnet8")  # doctest: +SKIP
 
 Design (see docs/methods/08-networks.md §8 and ``recipes.py`` for the recipe fields):
 
@@ -38,7 +39,6 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from fitontest import models
 from fitontest.core.io import atomic_path, write_text
@@ -198,7 +198,8 @@ def train_one_epoch(model: torch.nn.Module, opt: torch.optim.Optimizer, data: _B
             tenths.append(step.loss_sum.item() / seen)
         bar.update(1)
         if progress and (k % 20 == 0 or k == data.steps - 1):
-            bar.set_postfix(loss=f"{step.loss_sum.item() / seen:.3f}", lr=f"{lr:.3g}", refresh=False)
+            bar.set_postfix(loss=f"{step.loss_sum.item() / seen:.3f}", lr=f"{lr:.3g}",
+                            refresh=False)
     bar.close()
     loss_sum, correct = step.totals()
     if not math.isfinite(loss_sum):
@@ -318,7 +319,8 @@ def train_model(model_name: str, X: np.ndarray, y: np.ndarray, *,
     set_torch_threads(1 if num_threads is None and dev.type == "cpu" else num_threads)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    model_path, ckpt_path, log_path = out_dir / "model.pt", out_dir / "checkpoint.pt", out_dir / "train_log.csv"
+    model_path = out_dir / "model.pt"
+    ckpt_path, log_path = out_dir / "checkpoint.pt", out_dir / "train_log.csv"
 
     epochs = recipe["epochs"]
     stop = epochs if max_epochs is None else min(epochs, int(max_epochs))

@@ -1,6 +1,6 @@
 """The field's calibration-error estimators as evaluators, computed by their own
-packages (docs/methods/03-binary-families.md §3.12): one module per package, each registering its
-families with ``@register``; ``pip install "fitontest[peers]"`` installs them.
+packages (docs/methods/03-binary-families.md §3.12): one module per package, each
+registering its families with ``@register``; ``pip install "fitontest[peers]"`` installs them.
 
 | family | package | estimate (p = 1 / p = 2) | map | own interval |
 | --- | --- | --- | --- | --- |
@@ -15,7 +15,7 @@ families with ``@register``; ``pip install "fitontest[peers]"`` installs them.
 The packages are imported when a family is fitted, never by this package, so
 ``fitontest`` and its registry load without them; a missing one raises
 :class:`~fitontest.core.extras.MissingExtraError` naming the extra.
-"""
+"""  # noqa: E501  (a table: its rows are not wrapped)
 from fitontest.core.registry import import_submodules
 
 # every module here registers its families (a new peer is one module)

@@ -11,7 +11,7 @@ from typing import Iterator
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from fitontest.core.calibration_error import check_p
+from fitontest.metrics import check_p
 from fitontest.core.extras import MissingExtraError
 from fitontest.families.base import CalibrationFamily, MissingCapability, OwnInterval
 

@@ -21,7 +21,7 @@ from .base import PeerEstimate
 
 @register("probcal_skce")
 class ProbcalSKCE(PeerEstimate):
-    """probcal's SKCE (Laplace kernel, median bandwidth): the SKCE at p = 2, its signed root at p = 1.
+    """probcal's SKCE (Laplace kernel, median bandwidth): at p = 2, its signed root at p = 1.
 
     ``estimator``, ``kernel``, ``bandwidth``: probcal's parameters (its
     defaults; ``seed`` is its ``random_state``, used by ``"ul"`` only).

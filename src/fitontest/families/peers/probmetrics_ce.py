@@ -75,7 +75,7 @@ def serial_pool() -> Iterator[None]:
     import multiprocessing
 
     saved = multiprocessing.Pool
-    multiprocessing.Pool = SerialPool
+    multiprocessing.Pool = SerialPool  # type: ignore[assignment]
     try:
         yield
     finally:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fitontest.core.calibration_error import check_p
+from fitontest.metrics import check_p
 from fitontest.families import register
 from .base import PeerEstimate, global_numpy_seed, package_interval
 

@@ -32,14 +32,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from fitontest.core.calibration_error import check_p
+from fitontest.metrics import check_p
 from fitontest.families import register
 from .base import PeerEstimate, global_numpy_seed, package_interval
 
 
 @register("ucal_debiased")
 class UcalDebiased(PeerEstimate):
-    """uncertainty-calibration's debiased binned CE (L1 and squared L2), with its bootstrap interval.
+    """uncertainty-calibration's debiased binned CE (L1, squared L2) and bootstrap interval.
 
     ``seed``: NumPy's global state during the debiased L1 (restored after).
     Fitted: ``estimates_``."""

@@ -418,7 +418,7 @@ class TrainingRows:
         self.patience, self.max_epochs = patience, max_epochs
         self.out_P, self.out_loss = P.copy(), np.full(P.shape[0], np.nan)
         self.out_epochs = np.zeros(P.shape[0], dtype=np.int64)
-        self.history = [] if trace else None
+        self.history: list | None = [] if trace else None
 
     def end_epoch(self, epoch: int, ep_loss: np.ndarray) -> bool:
         """Apply the rule after ``epoch`` (0-based); True when none is left."""

@@ -29,7 +29,7 @@ import numba
 try:
     import fcntl
 except ImportError:         # pragma: no cover - Windows
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]
 
 _LOCAL = threading.RLock()  # one thread of this process at a time
 _DEPTH = 0                  # nested compilations (callees) reuse the held lock

@@ -44,8 +44,8 @@ def interp_knots(x: np.ndarray, knots: np.ndarray, heights: np.ndarray) -> np.nd
     if past.size == 0 and repeated.size == 0:
         return v
     at = np.isin(x, repeated)
-    for j in past:
-        at |= (x >= ordered[j]) & (x <= knots[j])
+    for k in past:
+        at |= (x >= ordered[k]) & (x <= knots[k])
     xa = x[at]
     i = np.clip(np.searchsorted(ordered, xa, side="right") - 1, 0, knots.size - 1)
     j = np.minimum(i + 1, knots.size - 1)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from typing import Any
 
 import numpy as np
 import torch
@@ -44,8 +45,8 @@ class TorchEpochs:
         self.device, self.n_threads = device, n_threads
         self.data = torch.as_tensor(problem.data, dtype=torch.float64, device=device)
         self.real = torch.as_tensor(problem.real, dtype=torch.float64, device=device)
-        self._group = None
-        self._order = None
+        self._group: Any = None          # a torch tensor once built
+        self._order: np.ndarray | None = None
 
     @contextlib.contextmanager
     def threads(self):

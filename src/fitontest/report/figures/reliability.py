@@ -57,7 +57,8 @@ class FillingGeometry:
         return s + self.gap[b]
 
 
-def diagonal_filling_geometry(scores, labels, n_bins: int = 15, scheme: str = "ew") -> FillingGeometry:
+def diagonal_filling_geometry(scores, labels, n_bins: int = 15,
+                              scheme: str = "ew") -> FillingGeometry:
     """Pure geometry of the diagonal filling (no plotting); see :class:`FillingGeometry`."""
     if scheme not in SCHEMES:
         raise ValueError(f"scheme must be 'ew' or 'es', got {scheme!r}")
