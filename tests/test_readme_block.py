@@ -65,7 +65,7 @@ def test_the_guide_has_the_one_block_and_bad_markers_are_an_error():
 
 def test_the_snapshot_holds_every_number_the_block_quotes(tmp_path):
     """With --snapshot the block cites a file holding each of its numbers, as
-    tests/test_docs_ledger.py requires of the README."""
+    tests/test_docs_ledger.py requires of the docs."""
     from test_docs_ledger import NUMBER, prose
 
     synthetic_run(tmp_path)
