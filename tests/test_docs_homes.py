@@ -14,7 +14,8 @@ happens to re-export. A page fails on
 - a moved name reached through an old module imported under a short name,
   ``from fitontest import metrics`` then ``metrics.ce_interval``;
 - a module that is only a shim now (the home of no name, and its file defines
-  no function or class), named as a module: ``fitontest.intervals``, ``from fitontest import bands``;
+  no function or class), named as a module: ``fitontest.intervals``,
+  ``from fitontest import bands``;
 - ``fitontest.api.``: the front door is ``fitontest.evaluate``, never the
   module behind it.
 
@@ -177,7 +178,8 @@ def test_it_finds_imports_of_moved_names():
 
 
 def test_it_finds_moved_names_reached_through_a_short_name():
-    text = "from fitontest import families, metrics\n\nmetrics.ce_estimate(s, c)\nmetrics.ce_interval(x)\n"
+    text = ("from fitontest import families, metrics\n\n"
+            "metrics.ce_estimate(s, c)\nmetrics.ce_interval(x)\n")
     assert _check(text) == [(4, "metrics.ce_interval (fitontest.metrics)")]
     assert _check("import fitontest.metrics as M\nM.calibration_test(s, y)\n") == [
         (2, "M.calibration_test (fitontest.metrics)")]

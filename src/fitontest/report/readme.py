@@ -94,7 +94,7 @@ def snapshot(results: str | Path, table3: pd.DataFrame | None, run: str = "") ->
     row (``table3``, mean and 95 % half-width as the block prints them, and
     unrounded) and the run's ``findings.md`` verbatim."""
     results = Path(results)
-    lines = [f"# What the default shows: the run behind the guide's block", "",
+    lines = ["# What the default shows: the run behind the guide's block", "",
              f"Written by `python -m fitontest.report.readme {results} --snapshot FILE`"
              + (f"; run: {run}" if run else "") + ".", ""]
     if table3 is not None:
