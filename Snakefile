@@ -44,7 +44,7 @@ include: "workflow/rules/report.smk"
 include: "workflow/rules/findings.smk"
 
 
-# External evaluators: any rule file dropped in workflow/rules/evaluators/ (README).
+# External evaluators: any rule file dropped in workflow/rules/evaluators/ (docs/guide/adding-an-evaluator.md).
 for _smk in sorted(Path(workflow.basedir, "workflow/rules/evaluators").glob("*.smk")):
 
     include: _smk

@@ -1,5 +1,6 @@
 """Docs quote files: every measured number in README.md, config/README.md and
-docs/ comes from a committed file (issues 47 and 56).
+docs/ -- the user guide (docs/guide/*.md), the methods and the notes -- comes
+from a committed file (issues 47, 56 and 58).
 
 The ledger is the text itself: a paragraph (or a list item, or a table with
 the paragraph that introduces it) that quotes measured numbers names the file
@@ -22,8 +23,8 @@ every number, integers too, that states
 A block quoting such a number without naming a file fails; so does a quoted
 number its files do not hold. Numbers in code spans, math spans, fenced code
 and headings are commands, formulas, printed output and section numbers, not
-quotes. README's generated block is checked like any other block, against
-the snapshot file it cites.
+quotes. The guide's generated block (docs/guide/findings.md) is checked like
+any other block, against the snapshot file it cites.
 
 Editing a quoted number away from its file, or quoting a measurement without
 naming the file, fails here (the message lists the file, the block's line and
@@ -98,6 +99,18 @@ _TOKEN = re.compile(r"(?<![\w.])(\d[\d,]*(?:\.\d+)?)")
 def doc_files() -> list[Path]:
     return [REPO / "README.md", REPO / "config" / "README.md",
             *sorted((REPO / "docs").rglob("*.md"))]
+
+
+def test_the_ledger_reads_the_readme_and_every_guide_page():
+    """The README and every page of the user guide are read, and the guide quotes
+    measured files (the README's measurements moved there in issue 58): a glob
+    that stopped matching, or a guide left out, would pass everything."""
+    files = set(doc_files())
+    guide = sorted((REPO / "docs" / "guide").glob("*.md"))
+    assert REPO / "README.md" in files and len(guide) >= 10
+    assert set(guide) <= files
+    cited = {c for p in guide for _, b in blocks(p.read_text("utf-8")) for c in CITE.findall(b)}
+    assert len(cited) >= 20, sorted(cited)
 
 
 def blocks(text: str):

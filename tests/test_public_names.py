@@ -9,7 +9,8 @@ import pytest
 import fitontest
 
 REPO = Path(__file__).resolve().parents[1]
-DOCS = [REPO / "README.md", REPO / "config" / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+# the README, the config keys, and every page of docs/: the guide, the methods, the notes
+DOCS = [REPO / "README.md", REPO / "config" / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 
 
 def _resolve(dotted: str):

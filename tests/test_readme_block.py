@@ -1,4 +1,5 @@
-"""README's "What the default shows" block is generated from a run's files."""
+"""The user guide's "What the default shows" block (docs/guide/findings.md,
+which the README links to) is generated from a run's files."""
 import numpy as np
 import pandas as pd
 import pytest
@@ -46,17 +47,25 @@ def test_the_generated_block_is_what_the_renderer_gives(tmp_path):
     assert "marks 2 of its 4 evaluators significantly worse" in block
 
 
-def test_the_readme_has_one_block_and_bad_markers_are_an_error():
+def test_the_guide_has_the_one_block_and_bad_markers_are_an_error():
+    """The block lives in one place, the page the module rewrites by default: a
+    second copy (the README's, before issue 58) would go stale unseen."""
     from pathlib import Path
-    text = (Path(__file__).parents[1] / "README.md").read_text()
+    repo = Path(__file__).parents[1]
+    text = (repo / readme.PAGE).read_text()
     assert text.count(readme.BEGIN) == 1 and text.count(readme.END) == 1
+    others = [p for p in [repo / "README.md", *(repo / "docs").rglob("*.md")]
+              if p != repo / readme.PAGE and readme.BEGIN in p.read_text()]
+    assert not others, others
+    # the README sends a newcomer to it
+    assert "docs/guide/findings.md" in (repo / "README.md").read_text()
     with pytest.raises(ValueError, match="expected one"):
         readme.replace_block("no markers", "x")
 
 
 def test_the_snapshot_holds_every_number_the_block_quotes(tmp_path):
     """With --snapshot the block cites a file holding each of its numbers, as
-    tests/test_docs_ledger.py requires of the README."""
+    tests/test_docs_ledger.py requires of the docs."""
     from test_docs_ledger import NUMBER, prose
 
     synthetic_run(tmp_path)

@@ -1,7 +1,7 @@
-"""The README's `fitontest choose` example, with its truth.
+"""The user guide's `fitontest choose` example (docs/guide/chooser.md), with its truth.
 
 Writes the example's ``preds.npz`` (a small MLP on the tabular source, the
-README's recipe), runs the chooser on it as ``fitontest choose preds.npz``
+guide's recipe), runs the chooser on it as ``fitontest choose preds.npz``
 does, and prints the true CE of the MLP's confidence from the source's exact
 posterior on ``--holdout`` further predictions (the study's ``posterior``
 truth), beside the recommended estimate and a few fixed evaluators'.
@@ -29,7 +29,7 @@ def main(argv=None) -> None:
     from fitontest.data.tabular import TabularGenerator
     from fitontest.study.truth import estimate
 
-    gen = TabularGenerator()                      # the README's recipe, line for line
+    gen = TabularGenerator()                      # the guide's recipe, line for line
     X, y = gen.sample(20_000, np.random.default_rng(0))
     X_test, y_test = gen.sample(10_000, np.random.default_rng(1))
     with warnings.catch_warnings():

@@ -1,4 +1,5 @@
-"""smECE here vs relplot.smECE when scores sit near 0 or 1 (README, docs/methods/03-binary-families.md §3.10).
+"""smECE here vs relplot.smECE when scores sit near 0 or 1 (docs/guide/your-predictions.md,
+docs/methods/03-binary-families.md §3.10).
 
 Scores within ``eps`` of 0 or 1 keep their full kernel mass here (the
 reflection); relplot counts an end node once, so the two differ for scores

@@ -1,4 +1,4 @@
-# Cluster requests that a node can satisfy (README, "Running on a SLURM cluster").
+# Cluster requests that a node can satisfy (docs/guide/slurm.md).
 # Included after every rule: where `sinfo` answers, each rule's cpus_per_task,
 # threads, mem_mb and gpu are capped at the largest node, with a message, since
 # SLURM keeps an oversize job pending forever and Snakemake waits in silence.

@@ -17,7 +17,7 @@ from fitontest.study.networks import networks
 os.environ.setdefault("PYTHONHASHSEED", "0")
 
 # The user's evaluator modules (config `plugins`): imported here, and exported
-# to every job through FITONTEST_PLUGINS (README, "Adding an evaluator").
+# to every job through FITONTEST_PLUGINS (docs/guide/adding-an-evaluator.md).
 use_plugins(config["plugins"])
 # league: true adds the cross-fitted and the peers' evaluators (docs/methods/10-results-and-tables.md §10.5)
 apply_league(config)

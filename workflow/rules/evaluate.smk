@@ -70,7 +70,7 @@ for _batch, _names in EVAL_BATCHES.items():
             "../scripts/evaluate.py"
 
 
-# External evaluators (README, "Adding an evaluator"): a rule in
+# External evaluators (docs/guide/adding-an-evaluator.md): a rule in
 # workflow/rules/evaluators/ writes external/{arch}/{task}/{calibrator}/{name}.npz;
 # this rule scores it exactly like a Python family.
 rule score_external:

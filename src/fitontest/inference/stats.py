@@ -1,7 +1,7 @@
 """Intervals, significance markers and the Friedman test of the tables.
 
 Choices (docs/methods/11-intervals.md §11.3,
-docs/methods/11-verdicts.md §11.4-§11.6; README "Reading the tables"):
+docs/methods/11-verdicts.md §11.4-§11.6; docs/guide/reading-the-tables.md):
 
 - **Interval of a cell**: Student-t 95 % interval of the mean over the cell's
   independent clusters (scipy.stats.t; :mod:`.policy` names them). A

@@ -5,8 +5,8 @@ a download, so the ``tables`` rule also writes the main tables as
 ``NAME.html`` (:func:`fitontest.report.write.write_all`) for
 ``snakemake --report``. The cells are those of the Markdown rendering
 (mean ± half-width of the 95 % interval, the row rank in parentheses, the
-best cell **bold**, cells not significantly worse underlined); README
-"Reading the tables" explains them.
+best cell **bold**, cells not significantly worse underlined);
+docs/guide/reading-the-tables.md explains them.
 """
 from __future__ import annotations
 

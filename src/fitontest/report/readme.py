@@ -1,16 +1,17 @@
-"""README's "What the default shows" block, generated from a run's results.
+"""The user guide's "What the default shows" block, generated from a run's results.
 
-The block sits between :data:`BEGIN` and :data:`END` in ``README.md``;
+The block sits between :data:`BEGIN` and :data:`END` in :data:`PAGE`
+(``docs/guide/findings.md``; the README links to it);
 :func:`render` writes it from the run's ``findings.csv`` (the headline
 counts, the claims table) and Table 3's interval file
 (``tables/table3_cmee.ci.csv``: the "all" row in words), so that no number in
 it is typed::
 
-    python -m fitontest.report.readme results/default            # rewrite README.md
+    python -m fitontest.report.readme results/default            # rewrite docs/guide/findings.md
     python -m fitontest.report.readme results/default --print    # print the block
 
 ``--beside OTHER`` prints instead the claims of the two runs side by side
-(README's "Do the paper's conclusions travel?"): each claim's verdict and,
+(docs/guide/tabular.md, "Do the paper's conclusions travel?"): each claim's verdict and,
 in brackets, its point order.
 
 ``--snapshot benchmarks/measured/default_run.md`` also keeps the run's own
@@ -30,6 +31,8 @@ from .findings import FAILS, HOLDS, headline
 
 BEGIN = "<!-- what-the-default-shows: begin (python -m fitontest.report.readme) -->"
 END = "<!-- what-the-default-shows: end -->"
+#: the page whose block :func:`main` rewrites by default
+PAGE = Path("docs") / "guide" / "findings.md"
 TABLE3 = Path("tables") / "table3_cmee.ci.csv"
 ALL_ROW = "overall / all"
 
@@ -91,7 +94,7 @@ def snapshot(results: str | Path, table3: pd.DataFrame | None, run: str = "") ->
     row (``table3``, mean and 95 % half-width as the block prints them, and
     unrounded) and the run's ``findings.md`` verbatim."""
     results = Path(results)
-    lines = ["# What the default shows: the run behind README's block", "",
+    lines = ["# What the default shows: the run behind the guide's block", "",
              f"Written by `python -m fitontest.report.readme {results} --snapshot FILE`"
              + (f"; run: {run}" if run else "") + ".", ""]
     if table3 is not None:
@@ -138,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m fitontest.report.readme", description=__doc__
                                  .splitlines()[0])
     ap.add_argument("results", help="results/<exp> of a finished run")
-    ap.add_argument("--readme", default="README.md", help="the file whose block to rewrite")
+    ap.add_argument("--readme", default=str(PAGE), help="the file whose block to rewrite")
     ap.add_argument("--run", default="", help="words naming the run (date, clusters)")
     ap.add_argument("--print", action="store_true", help="print the block, write nothing")
     ap.add_argument("--snapshot", default="", help="also write the run's numbers to this "

@@ -110,7 +110,7 @@ def write_all(scores: pd.DataFrame | None, calibrators: pd.DataFrame | None, out
     paths: list[Path] = []
     index: list[str] = ["# Tables", "",
                         "`NAME__TRUTH.*` exist for every truth estimator; `NAME.*` (no suffix) "
-                        "are the main truth's. README \"Reading the tables\" explains the "
+                        "are the main truth's. docs/guide/reading-the-tables.md explains the "
                         "intervals, markers and critical-difference diagrams.", ""]
     frames = {"scores": with_scope(scores, scope), "calibrators": with_scope(calibrators, scope),
               "synthetic": synthetic}

@@ -1,6 +1,6 @@
 # Example external evaluator: equal-width ECE with 10 bins, computed by a
 # stand-alone script that does not import fitontest (any language works: it
-# only reads and writes the npz files of the contract in README.md).
+# only reads and writes the npz files of the contract in docs/guide/adding-an-evaluator.md).
 # Enable it by listing "ece_ew10_external" under evaluation.external_evaluators.
 
 

@@ -1,6 +1,6 @@
 """External evaluator example: equal-width ECE with 10 bins (numpy only).
 
-Contract (README, "Adding an evaluator"): read the hold-out scores/labels of
+Contract (docs/guide/adding-an-evaluator.md): read the hold-out scores/labels of
 one calibrated model and the test subsets; for every (size, seed) fit on the
 subset and write the map at every hold-out score (``c_hat``) and/or the CE
 estimate (``ce_est``), with ``size`` and ``seed`` arrays naming the rows.
