@@ -184,7 +184,8 @@ def score_evaluator(name: str, params: Mapping[str, Any] | None, holdout_scores:
 def score_external(name: str, output: Mapping[str, np.ndarray], holdout_scores: np.ndarray,
                    truths: Mapping[str, np.ndarray],
                    subsets: Mapping[tuple[int, int], np.ndarray]) -> pd.DataFrame:
-    """Score the npz written by an external evaluator rule (the contract of docs/guide/adding-an-evaluator.md).
+    """Score the npz written by an external evaluator rule (the contract of
+    docs/guide/adding-an-evaluator.md).
 
     ``output`` has ``size`` and ``seed`` (R,), and ``c_hat`` (R x n_holdout,
     the map at every hold-out score) and/or ``ce_est`` (R,); optional
