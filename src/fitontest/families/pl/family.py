@@ -83,8 +83,8 @@ class PiecewiseLinearFamily(CalibrationFamily):
         (CPU or CUDA) or "auto" (numba on the CPU, torch on CUDA). Both run
         the same algorithm and agree to rounding.
 
-    Fitted attributes
-    -----------------
+    Attributes
+    ----------
     n_pieces_, n_knots_ : chosen number of pieces and of interior knots (= pieces - 1).
     candidates_ : numbers of pieces tried (1 .. max_knots + 1).
     cv_scores_ : mean held-out squared error per candidate (NaN for "sweep").
