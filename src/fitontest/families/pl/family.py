@@ -90,7 +90,7 @@ class PiecewiseLinearFamily(CalibrationFamily):
     cv_scores_ : mean held-out squared error per candidate (NaN for "sweep").
     fold_scores_ : (n_folds, n candidates) held-out squared errors ("cv").
     monotone_ : per candidate, whether its map(s) have non-decreasing heights.
-    knots_, heights_ : (n_models, n_knots_ + 2) maps at the chosen k, one row per
+    knots_, heights_ : (n_models, ``n_knots_`` + 2) maps at the chosen k, one row per
         fold model ("cv") or one row ("sweep"); knots in the map's input space
         (s for PL, logit(s) for PL3), heights in its output space
         (probabilities for PL, logits for PL3).
