@@ -6,7 +6,7 @@
 >>> fitontest.evaluate(logits, labels, from_logits=True, mode="classwise") # doctest: +SKIP
 
 The K-class predictions are reduced to binary tasks (docs/methods/01-binary-tasks.md §1, the
-reductions of :mod:`fitontest.study.tasks`), an evaluator (any registered family,
+reductions of :mod:`fitontest.tasks`), an evaluator (any registered family,
 docs/methods/02-binning.md §2,
 docs/methods/03-binary-families.md §3, docs/methods/04-pl.md §4) is fitted on each task, and its CE estimate (as in the
 workflow: :func:`fitontest.families.base.estimates`) is reported:
@@ -36,6 +36,7 @@ import numpy as np
 from . import families
 
 from .core.predictions import to_numpy
+from .core.validation import check_option
 
 MODES = ("confidence", "classwise", "ovr")
 #: ``evaluator="auto"``: the evaluator chooser's recommended estimate (fitontest.choose)
@@ -180,6 +181,12 @@ def class_probabilities(probs_or_logits: Any, from_logits: bool | None = None) -
     >>> class_probabilities([[-0.7, -0.7]])          # log-probabilities: the rows decide
     array([[0.5, 0.5]])
     """
+    return _read(probs_or_logits, from_logits, stacklevel=2).probs
+
+
+def _read(probs_or_logits, from_logits, stacklevel: int = 2):
+    """:func:`fitontest.core.predictions.read` of the front door's argument, its
+    note warned (``stacklevel`` as warnings.warn's, counted from this function's caller)."""
     from .core import predictions
 
     where = "logits" if from_logits else "probs" if from_logits is False else "probs_or_logits"
@@ -187,8 +194,8 @@ def class_probabilities(probs_or_logits: Any, from_logits: bool | None = None) -
                                where=where, switch=predictions.API)
     note = reading.note()
     if note:
-        warnings.warn(note, UserWarning, stacklevel=2)
-    return reading.probs
+        warnings.warn(note, UserWarning, stacklevel=stacklevel + 1)
+    return reading
 
 
 def _family(evaluator):
@@ -285,25 +292,35 @@ def _classes(mode: str, classes, n_classes: int) -> list[int]:
     return list(dict.fromkeys(out))
 
 
+def _read_tasks(probs_or_logits: Any, labels: Any, mode: str = "confidence",
+               classes: Sequence[int] | int | None = None, from_logits: bool | None = None,
+               *, stacklevel: int = 2):
+    """The front door's one reading of its input: the predictions read
+    (:func:`class_probabilities`' rule), the labels checked and the binary tasks
+    of ``mode`` / ``classes`` built, as a :class:`fitontest.tasks.BinaryTasks`
+    (keys: None for the confidence task, else the class index). Everything
+    below takes it as it is; nothing checks its arrays again. ``stacklevel``: where
+    a note on the rows is warned, as warnings.warn's, counted from the caller."""
+    from . import tasks
+
+    check_option("mode", mode, MODES)
+    if mode == "confidence" and classes is not None:
+        raise ValueError("classes= applies to the classwise and ovr modes, not confidence")
+    reading = _read(probs_or_logits, from_logits, stacklevel=stacklevel + 1)
+    specs = ({None: None} if mode == "confidence" else
+             {c: c for c in _classes(mode, classes, reading.probs.shape[1])})
+    return tasks.from_reading(reading, labels, specs)
+
+
 def binary_tasks(probs_or_logits: Any, labels: Any, mode: str = "confidence",
                  classes: Sequence[int] | int | None = None,
                  from_logits: bool | None = None) -> tuple[tuple[int, int], dict[int | None, tuple[np.ndarray, np.ndarray]]]:
     """((n, K), tasks): the binary tasks of :func:`evaluate`, checked as it checks
     them -- ``{None: (scores, labels)}`` of the top-label task for
-    ``mode="confidence"``, else ``{class: (p_class, 1[label == class])}``."""
-    from .study import tasks
-
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    probs = class_probabilities(probs_or_logits, from_logits)
-    y = to_numpy(labels, "labels")
-    if mode == "confidence":
-        if classes is not None:
-            raise ValueError("classes= applies to the classwise and ovr modes, not confidence")
-        return probs.shape, {None: tasks.confidence(probs, y)}
-    chosen = _classes(mode, classes, probs.shape[1])
-    reduced = tasks.reduce_all({str(c): c for c in chosen}, probs, y)
-    return probs.shape, {c: reduced[str(c)] for c in chosen}
+    ``mode="confidence"``, else ``{class: (p_class, 1[label == class])}``
+    (read-only arrays)."""
+    data = _read_tasks(probs_or_logits, labels, mode, classes, from_logits, stacklevel=3)
+    return data.reading.probs.shape, data.tasks
 
 
 def evaluate(probs_or_logits: Any, labels: Any, evaluator: Any = "ece_es_cv",
@@ -409,22 +426,33 @@ def evaluate(probs_or_logits: Any, labels: Any, evaluator: Any = "ece_es_cv",
     >>> bool(np.isclose(res.estimate, np.mean([r.estimate for r in res.per_class.values()])))
     True
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    check_option("mode", mode, MODES)
     p = _check_p(p)
     if isinstance(evaluator, str) and evaluator == AUTO:
         return _evaluate_auto(probs_or_logits, labels, mode, classes, p, from_logits, interval,
                               test)
+    _family(evaluator)                 # an unknown evaluator is named before the data are read
+    data = _read_tasks(probs_or_logits, labels, mode, classes, from_logits, stacklevel=3)
+    return _evaluate_tasks(data, evaluator, mode, p, interval, test)
+
+
+def _evaluate_tasks(data, evaluator: Any, mode: str, p: int | str = 1,
+                   interval: float | None = None, test: str | None = "kuiper"
+                   ) -> EvaluationResult:
+    """:func:`evaluate` on the front door's reading ``data`` (:func:`_read_tasks`),
+    checked once: its arrays are not checked again below
+    (:meth:`fitontest.tasks.BinaryTasks.checked`)."""
     name, _ = _family(evaluator)
-    (n, k), reduced = binary_tasks(probs_or_logits, labels, mode, classes, from_logits)
+    n, k = data.n, data.n_classes
+    with data.checked():
+        per = {c: evaluate_binary(evaluator, *task, p=p, interval=interval, test=test)
+               for c, task in data.tasks.items()}
     if mode == "confidence":
-        r = evaluate_binary(evaluator, *reduced[None], p=p, interval=interval, test=test)
+        r = per[None]
         return EvaluationResult(name, mode, p, r.estimate, r.debiased, r.hyper, r.interval,
                                 n=n, n_classes=k, pvalue=r.pvalue, test=test,
                                 pvalue_valid=r.pvalue_valid, pvalue_note=r.pvalue_note)
-    chosen = list(reduced)
-    per = {c: evaluate_binary(evaluator, *reduced[c], p=p, interval=interval, test=test)
-           for c in chosen}
+    chosen = list(per)
     # Bonferroni: a valid test that all m tasks are calibrated, whatever their dependence
     pvalue = (None if test is None
               else min(1.0, len(per) * min(r.pvalue for r in per.values())))
@@ -445,19 +473,20 @@ def _evaluate_auto(probs_or_logits, labels, mode, classes, p, from_logits, inter
                    ) -> EvaluationResult:
     """``evaluator="auto"``: the chooser's recommended estimate (criterion ce,
     default settings, seed 0) with the interval measured for it; the test of
-    calibration around the evaluator reported."""
+    calibration around the evaluator reported. The input is read once: the
+    chooser and the evaluation share the reading."""
     from .inference.choose import FALLBACK, candidate_names, check_settings, choose_tasks
 
     if p == "max":
         raise ValueError("evaluator='auto' chooses for p = 1 or 2, not p='max'")
     check_settings("ce", p, 40, interval)
     names, extra = candidate_names("ce", None, False)
-    _, reduced = binary_tasks(probs_or_logits, labels, mode, classes, from_logits)
-    choice = choose_tasks(list(reduced.values()), names, extra, p=p, interval=interval,
-                          progress=False)
+    data = _read_tasks(probs_or_logits, labels, mode, classes, from_logits, stacklevel=4)
+    with data.checked():
+        choice = choose_tasks(data.pairs(), names, extra, p=p, interval=interval,
+                              progress=False)
     used = FALLBACK if choice.fallback else choice.evaluator
-    base = evaluate(probs_or_logits, labels, evaluator=used, mode=mode, classes=classes, p=p,
-                    from_logits=from_logits, test=test)
+    base = _evaluate_tasks(data, used, mode, p, test=test)
     return EvaluationResult(AUTO, mode, p, float(choice.recommended_estimate), None, None,
                             choice.interval, n=base.n, n_classes=base.n_classes,
                             pvalue=base.pvalue, test=test, note=choice.reason(),
