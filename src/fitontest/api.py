@@ -34,7 +34,6 @@ from typing import Any, Literal, Sequence
 import numpy as np
 
 from . import families
-
 from .core.predictions import to_numpy
 from .core.validation import check_option
 
@@ -475,7 +474,12 @@ def _evaluate_auto(probs_or_logits, labels, mode, classes, p, from_logits, inter
     default settings, seed 0) with the interval measured for it; the test of
     calibration around the evaluator reported. The input is read once: the
     chooser and the evaluation share the reading."""
-    from .inference.choose import FALLBACK, candidate_names, check_settings, choose_tasks
+    from .inference.choose import (
+        FALLBACK,
+        candidate_names,
+        check_settings,
+        choose_tasks,
+    )
 
     if p == "max":
         raise ValueError("evaluator='auto' chooses for p = 1 or 2, not p='max'")

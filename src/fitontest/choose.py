@@ -11,11 +11,25 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .inference.choose import (CRITERIA, DEBIAS_SD, DEFAULT_CANDIDATES, ENSEMBLE, FALLBACK,
-                               FALLBACK_ALPHA, MAP_CANDIDATES, PL_CANDIDATES,
-                               RANK_TEMPERATURES, EvaluatorChoice, EvaluatorScore,
-                               candidate_names, check_settings, choose_tasks, fallback_test,
-                               recommended_interval, world_losses)
+from .inference.choose import (
+    CRITERIA,
+    DEBIAS_SD,
+    DEFAULT_CANDIDATES,
+    ENSEMBLE,
+    FALLBACK,
+    FALLBACK_ALPHA,
+    MAP_CANDIDATES,
+    PL_CANDIDATES,
+    RANK_TEMPERATURES,
+    EvaluatorChoice,
+    EvaluatorScore,
+    candidate_names,
+    check_settings,
+    choose_tasks,
+    fallback_test,
+    recommended_interval,
+    world_losses,
+)
 
 
 def choose_evaluator(probs_or_logits: Any, labels: Any, *, criterion: str = "ce",

@@ -61,6 +61,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from fitontest.core.validation import check_option
+
 from .candidates import RANK_TEMPERATURES, Progress, fit_used, world_losses
 
 CRITERIA = ("ce", "map", "ranking")
@@ -264,8 +266,7 @@ def _coverage_word(iv) -> str:
 
 # --------------------------------------------------------------------- public
 def check_settings(criterion, p, n_worlds, level) -> None:
-    if criterion not in CRITERIA:
-        raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
+    check_option("criterion", criterion, CRITERIA)
     if isinstance(p, bool) or p not in (1, 2):
         raise ValueError(f"p must be 1 or 2 for choose_evaluator, got {p!r}")
     if isinstance(n_worlds, bool) or not isinstance(n_worlds, (int, np.integer)) \

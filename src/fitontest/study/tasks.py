@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.moved import moved
 from .. import tasks as _tasks
+from ..core.moved import moved
 
 
 def event_posterior(task_spec, probs, posterior) -> np.ndarray:
