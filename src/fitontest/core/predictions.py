@@ -45,7 +45,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .validation import check_array_real, check_option
+# the checks called through their module, so that each is one function to patch or count
+from . import validation
 
 #: the kinds a caller may declare; ``auto`` lets the rows decide
 KINDS = ("auto", "probabilities", "logits")
@@ -104,8 +105,9 @@ WORKFLOW = Switch("logits.kind: logits", "logits.kind: probabilities")
 
 def to_numpy(x, name: str = "predictions") -> np.ndarray:
     """numpy view of an array, a pandas object or a torch tensor (any device;
-    bfloat16 as float32, which holds it exactly), of real numbers or booleans
-    (:func:`fitontest.core.validation.check_array_real`). torch is never imported."""
+    bfloat16 as float32, which holds it exactly). torch is never imported. A
+    conversion only: what the values must be is the caller's check
+    (:func:`fitontest.core.validation.check_array_real` and the checks above it)."""
     if type(x).__module__.split(".")[0] == "torch" and hasattr(x, "detach"):
         x = x.detach().cpu()
         if str(x.dtype) == "torch.bfloat16":      # numpy has no bfloat16
@@ -113,7 +115,7 @@ def to_numpy(x, name: str = "predictions") -> np.ndarray:
         return x.numpy()
     if hasattr(x, "to_numpy"):                     # pandas DataFrame / Series
         return x.to_numpy()
-    return check_array_real(x, name, bools=True)
+    return np.asarray(x)
 
 
 def decimals(x: np.ndarray) -> int | None:
@@ -263,7 +265,7 @@ def _named(rows: np.ndarray, label) -> str:
 
 
 def _as_float(a, where: str, label) -> tuple[np.ndarray, object]:
-    raw = check_array_real(to_numpy(a, where), where)
+    raw = validation.check_array_real(to_numpy(a, where), where)
     if raw.ndim == 2 and raw.shape[1] == 1:
         raw = raw[:, 0]                       # one column: a binary model's P(class 1)
     if raw.ndim not in (1, 2):
@@ -380,7 +382,7 @@ def read(a, kind: str = "auto", *, where: str = "predictions", switch: Switch = 
         probability rows (naming them), ambiguous rows, a declared kind the
         rows contradict, a probability row summing to 0.
     """
-    kind = check_option("kind", kind, KINDS)
+    kind = validation.check_option("kind", kind, KINDS)
     label = row_label or (lambda i: f"row {i}")
     x, dtype = _as_float(a, where, label)
     if x.ndim == 1:

@@ -22,7 +22,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
-from fitontest.core.validation import _first_bad, check_array_real, check_fit_size
+from fitontest.core import validation
+from fitontest.core.validation import _first_bad, check_fit_size
 
 #: rows per chunk in :meth:`MultiClassCalibrator.predict_proba` (bounds the
 #: float64 temporaries to a few tens of MB whatever the hold-out size).
@@ -36,7 +37,7 @@ def check_logits(logits, name: str = "logits", n_classes: int | None = None) -> 
     The dtype is kept (float32 logits are not copied here; callers convert
     chunks to float64). ``n_classes`` checks K against the fitted K.
     """
-    z = check_array_real(logits, name)
+    z = validation.check_array_real(logits, name)
     if z.ndim != 2:
         raise ValueError(f"{name} must be a 2-D (n_samples, n_classes) array, got shape {z.shape}")
     if z.shape[1] < 2:
@@ -61,7 +62,7 @@ def check_class_labels(labels, n_classes: int, name: str = "labels") -> np.ndarr
     Integer dtypes and integral-valued floats are accepted; booleans are not
     (a class index is not a truth value).
     """
-    y = check_array_real(labels, name)
+    y = validation.check_array_real(labels, name)
     if y.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {y.shape}")
     if not np.issubdtype(y.dtype, np.integer):
