@@ -25,7 +25,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / PACKAGE
 #: scikit-learn); the workflow's layers in folders beneath (docs/architecture.md).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("foundation", ("core",)),
-    ("methods", ("families", "multiclass", "inference", "metrics", "intervals", "worlds",
+    ("methods", ("families", "multiclass", "inference", "tasks", "metrics", "intervals", "worlds",
                  "selection", "calibration_tests", "bands")),
     ("data", ("data", "models")),
     ("vision", ("vision",)),

@@ -203,11 +203,9 @@ def _family(evaluator):
 
 
 def _check_p(p):
-    if isinstance(p, str):
-        if p != "max":
-            raise ValueError(f"p must be 1, 2 or 'max', got {p!r}")
+    if isinstance(p, str) and p == "max":
         return p
-    if isinstance(p, bool) or p not in (1, 2):
+    if isinstance(p, (bool, str)) or p not in (1, 2):
         raise ValueError(f"p must be 1, 2 or 'max', got {p!r}")
     return int(p)
 
@@ -298,11 +296,11 @@ def _read_tasks(probs_or_logits: Any, labels: Any, mode: str = "confidence",
     (:func:`class_probabilities`' rule), the labels checked and the binary tasks
     of ``mode`` / ``classes`` built, as a :class:`fitontest.tasks.BinaryTasks`
     (keys: None for the confidence task, else the class index). Everything
-    below takes it as it is; nothing checks its arrays again. ``stacklevel``: where
-    a note on the rows is warned, as warnings.warn's, counted from the caller."""
+    below takes it as it is; nothing checks its arrays again. ``mode`` is the
+    caller's, checked; ``stacklevel``: where a note on the rows is warned, as
+    warnings.warn's, counted from the caller."""
     from . import tasks
 
-    check_option("mode", mode, MODES)
     if mode == "confidence" and classes is not None:
         raise ValueError("classes= applies to the classwise and ovr modes, not confidence")
     reading = _read(probs_or_logits, from_logits, stacklevel=stacklevel + 1)
@@ -318,7 +316,8 @@ def binary_tasks(probs_or_logits: Any, labels: Any, mode: str = "confidence",
     them -- ``{None: (scores, labels)}`` of the top-label task for
     ``mode="confidence"``, else ``{class: (p_class, 1[label == class])}``
     (read-only arrays)."""
-    data = _read_tasks(probs_or_logits, labels, mode, classes, from_logits, stacklevel=3)
+    data = _read_tasks(probs_or_logits, labels, check_option("mode", mode, MODES), classes,
+                       from_logits, stacklevel=3)
     return data.reading.probs.shape, data.tasks
 
 

@@ -76,8 +76,10 @@ def choose_evaluator(probs_or_logits: Any, labels: Any, *, criterion: str = "ce"
     progress : bool, optional
         A progress bar on stderr; default: when stderr is a terminal.
     """
-    from .api import _evaluate_tasks, _read_tasks
+    from .api import MODES, _evaluate_tasks, _read_tasks
+    from .core.validation import check_option
 
+    check_option("mode", mode, MODES)
     check_settings(criterion, p, n_worlds, interval)
     names, extra = candidate_names(criterion, candidates, with_pl)
     # one reading: the chooser and the recommended evaluator's result share it
