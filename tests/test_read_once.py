@@ -158,11 +158,18 @@ def test_checked_refuses_a_writable_array():
 
 
 def test_the_task_arrays_handed_down_are_read_only():
+    """What the reading hands down cannot change after its check; the class
+    probabilities are not kept (a reading holds only what the tasks need)."""
+    from fitontest import tasks
+
     p, y = _model()
-    shape, reduced = fitontest.api.binary_tasks(p, y, mode="classwise")
-    assert shape == (N, K) and sorted(reduced) == list(range(K))
-    for s, b in reduced.values():
+    data = tasks.from_reading(predictions.read(p), y, {c: c for c in range(K)})
+    assert (data.n, data.n_classes, data.kind) == (N, K, "probabilities")
+    assert sorted(data.tasks) == list(range(K))
+    for s, b in data.tasks.values():
         assert not s.flags.writeable and not b.flags.writeable
+        assert s.dtype == b.dtype == np.float64
+    assert not [v for v in vars(data).values() if isinstance(v, np.ndarray)]
 
 
 @pytest.mark.parametrize("a", [np.array([True, False]), np.array([1 + 2j]),

@@ -314,11 +314,11 @@ def binary_tasks(probs_or_logits: Any, labels: Any, mode: str = "confidence",
                  from_logits: bool | None = None) -> tuple[tuple[int, int], dict[int | None, tuple[np.ndarray, np.ndarray]]]:
     """((n, K), tasks): the binary tasks of :func:`evaluate`, checked as it checks
     them -- ``{None: (scores, labels)}`` of the top-label task for
-    ``mode="confidence"``, else ``{class: (p_class, 1[label == class])}``
-    (read-only arrays)."""
+    ``mode="confidence"``, else ``{class: (p_class, 1[label == class])}``."""
     data = _read_tasks(probs_or_logits, labels, check_option("mode", mode, MODES), classes,
                        from_logits, stacklevel=3)
-    return data.reading.probs.shape, data.tasks
+    return (data.n, data.n_classes), {c: (s.copy(), y.astype(np.int64))
+                                      for c, (s, y) in data.tasks.items()}
 
 
 def evaluate(probs_or_logits: Any, labels: Any, evaluator: Any = "ece_es_cv",

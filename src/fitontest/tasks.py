@@ -170,31 +170,21 @@ class BinaryTasks:
     """K-class predictions read once and reduced to binary tasks: what the
     front door builds (:func:`from_reading`) and hands down.
 
-    ``reading``: what the prediction array holds
-    (:class:`fitontest.core.predictions.Reading`: ``kind``, ``by``, the class
-    probabilities); ``labels``: the checked class indices (int64); ``tasks``:
-    ``{key: (scores, labels)}``, float64 scores in [0, 1] and int64 0/1 labels,
-    read-only. Inside :meth:`checked` the checks below the front door
-    (:func:`fitontest.core.validation.check_scores`, ``check_labels``) return
-    these arrays without another pass over them.
+    ``kind`` and ``by``: what the prediction array holds and who said so
+    (:class:`fitontest.core.predictions.Reading`); ``n``, ``n_classes`` its
+    shape; ``tasks``: ``{key: (scores, labels)}``, float64 scores in [0, 1] and
+    float64 0/1 labels (what :func:`~fitontest.core.validation.check_labels`
+    makes of them), read-only. The class probabilities are not kept: a reading
+    holds only what the tasks need. Inside :meth:`checked` the checks below the
+    front door (:func:`fitontest.core.validation.check_scores`, ``check_labels``)
+    return these arrays without another pass over them.
     """
 
-    reading: predictions.Reading
-    labels: np.ndarray
+    kind: str
+    by: str
+    n: int
+    n_classes: int
     tasks: dict[Hashable, tuple[np.ndarray, np.ndarray]]
-    _as_checked: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
-
-    @property
-    def n(self) -> int:
-        return int(self.reading.probs.shape[0])
-
-    @property
-    def n_classes(self) -> int:
-        return int(self.reading.probs.shape[1])
-
-    @property
-    def kind(self) -> str:
-        return self.reading.kind
 
     def pairs(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """The tasks' (scores, labels) in order."""
@@ -204,7 +194,7 @@ class BinaryTasks:
     def checked(self) -> Iterator[None]:
         """A block in which the tasks' arrays count as checked
         (:func:`fitontest.core.validation.checked`)."""
-        with checked(*self._as_checked):
+        with checked(*((a, a) for task in self.tasks.values() for a in task)):
             yield
 
 
@@ -223,18 +213,17 @@ def from_reading(reading: predictions.Reading, labels,
     if y.shape[0] != p.shape[0]:
         raise ValueError(f"{reading.where} and labels differ in length: {p.shape[0]} != "
                          f"{y.shape[0]}")
-    out, as_checked = {}, []
+    out = {}
     for key, spec in specs.items():
         if task_kind(spec) == CONFIDENCE:
-            s, b = _confidence(p, y)
+            top = np.argmax(p, axis=1)
+            s, b = np.clip(p[np.arange(p.shape[0]), top], 0.0, 1.0), top == y
         else:
-            s, b = _one_vs_rest(p, y, check_class(spec, p.shape[1]))
-        s, b = _read_only(s), _read_only(b)
-        # what check_scores / check_labels would return: the float64 scores as they
-        # are, the labels as float64 (made once here rather than at every check)
-        as_checked += [(s, s), (b, _read_only(b.astype(np.float64)))]
-        out[key] = (s, b)
-    return BinaryTasks(reading, y, out, tuple(as_checked))
+            k = check_class(spec, p.shape[1])
+            s, b = np.clip(p[:, k], 0.0, 1.0), y == k
+        # the labels as check_labels returns them (float64), made once here
+        out[key] = (_read_only(s), _read_only(b.astype(np.float64)))
+    return BinaryTasks(reading.kind, reading.by, int(p.shape[0]), int(p.shape[1]), out)
 
 
 __all__ = ["CONFIDENCE", "ONE_VS_REST", "TASKS", "SWITCH", "BinaryTasks", "check_class",
