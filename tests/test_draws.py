@@ -12,7 +12,8 @@ from conftest import load_benchmark
 from fitontest import families, multiclass
 from fitontest.report.specs import build, spec_named
 from fitontest.study import draws as D
-from fitontest.study import tasks, truth
+from fitontest import tasks
+from fitontest.study import truth
 from fitontest.study.experiment import calibrator_rows
 
 TASK = {"car": 1}
