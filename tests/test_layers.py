@@ -1,8 +1,7 @@
 """The package reads as layers: a module imports only from its own layer or
 those below it (docs/architecture.md).
 
-Every module under src/fitontest and src/fitontest_cli (the command line, the
-top layer) is parsed with ``ast``; every ``fitontest``
+Every module under src/fitontest is parsed with ``ast``; every ``fitontest``
 import -- absolute or relative, at module level or inside a function -- is
 resolved to the module it names and both ends are mapped to a layer by
 :data:`LAYERS`. An import from a lower layer to a higher one fails, and so
@@ -18,27 +17,21 @@ from pathlib import Path
 import pytest
 
 PACKAGE = "fitontest"
-#: the command line: a package of its own, above the library's front door
-CLI = "fitontest_cli"
 SRC = Path(__file__).resolve().parents[1] / "src" / PACKAGE
-CLI_SRC = SRC.parent / CLI
 
 #: lowest layer first; an entry names a module or a package (and everything in it).
-#: The methods sit in their packages (``families``, ``multiclass``, ``inference``,
-#: ``tasks``); ``metrics``, the estimators the families use, in the foundation; the
-#: older addresses (``intervals``, ``bands``, ... : shims that import nothing above
-#: core/moved.py) where they were; the workflow's layers in folders beneath
-#: (docs/architecture.md); the command line, ``fitontest_cli``, above everything.
+#: The methods sit in their packages (``families``, ``multiclass``, ``inference``),
+#: with the public modules at the package top re-exporting them (as in
+#: scikit-learn); the workflow's layers in folders beneath (docs/architecture.md).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("foundation", ("core", "metrics")),
-    ("methods", ("families", "multiclass", "inference", "tasks", "intervals", "worlds",
+    ("foundation", ("core",)),
+    ("methods", ("families", "multiclass", "inference", "metrics", "intervals", "worlds",
                  "selection", "calibration_tests", "bands")),
     ("data", ("data", "models")),
     ("vision", ("vision",)),
     ("study", ("study",)),
     ("report", ("report",)),
     ("front door", ("api", "choose", "cli", "calibrated_classifier", "__init__")),
-    ("command line", (CLI,)),
 ]
 
 
@@ -51,35 +44,24 @@ def layer_of(module: str) -> int | None:
     return None
 
 
-def package_sources(root: Path = SRC, prefix: str = "") -> dict[str, tuple[str, bool]]:
-    """module name -> (source, is_package) for every .py file under ``root``;
-    ``prefix``: the package name the modules are given under (``fitontest_cli``),
-    "" for fitontest's own (named relative to it)."""
+def package_sources(root: Path = SRC) -> dict[str, tuple[str, bool]]:
+    """module name -> (source, is_package) for every .py file under ``root``."""
     out = {}
     for path in sorted(root.rglob("*.py")):
         parts = list(path.relative_to(root).with_suffix("").parts)
         is_package = parts[-1] == "__init__"
         if is_package:
             parts = parts[:-1]
-        name = ".".join(([prefix] if prefix else []) + parts)
-        out[name or "__init__"] = (path.read_text(), is_package)
+        out[".".join(parts) or "__init__"] = (path.read_text(), is_package)
     return out
 
 
-def all_sources() -> dict[str, tuple[str, bool]]:
-    """The library's modules and the command line's, as one graph."""
-    return {**package_sources(), **package_sources(CLI_SRC, CLI)}
-
-
 def _relative(dotted: str) -> str | None:
-    """``fitontest.x.y`` -> ``x.y``; ``fitontest`` -> ``__init__``;
-    ``fitontest_cli...`` as it is; other packages None."""
+    """``fitontest.x.y`` -> ``x.y``; ``fitontest`` -> ``__init__``; other packages None."""
     if dotted == PACKAGE:
         return "__init__"
     if dotted.startswith(PACKAGE + "."):
         return dotted[len(PACKAGE) + 1:]
-    if dotted == CLI or dotted.startswith(CLI + "."):
-        return dotted
     return None
 
 
@@ -88,8 +70,7 @@ def imported_modules(module: str, source: str, is_package: bool,
     """The package modules ``module`` imports (relative names). ``from X import
     name`` counts as X.name where that is a module in ``known``, else as X."""
     here = [] if module == "__init__" else module.split(".")
-    root = [] if here[:1] == [CLI] else [PACKAGE]
-    package = root + (here if is_package else here[:-1])
+    package = [PACKAGE] + (here if is_package else here[:-1])
     found = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -128,36 +109,10 @@ def violations(sources: dict[str, tuple[str, bool]]) -> list[str]:
 
 # ------------------------------------------------------------------------ tests
 def test_every_module_is_placed_and_imports_only_downward():
-    sources = all_sources()
+    sources = package_sources()
     assert len(sources) > 50, f"found only {len(sources)} modules under {SRC}"
-    assert {f"{CLI}.commands", f"{CLI}.parser"} <= set(sources)
     problems = violations(sources)
     assert not problems, "layer violations:\n" + "\n".join(problems)
-
-
-def cli_imports(source: str) -> list[str]:
-    """Every import statement of ``source`` naming fitontest_cli (anywhere: at
-    module level, in a function, relative ones cannot reach it)."""
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            found += [a.name for a in node.names if a.name.split(".")[0] == CLI]
-        elif isinstance(node, ast.ImportFrom) and not node.level and node.module \
-                and node.module.split(".")[0] == CLI:
-            found.append(node.module)
-    return found
-
-
-def test_no_library_module_imports_the_command_line():
-    """The command line sits on the library, never under it: no module of
-    src/fitontest imports fitontest_cli (fitontest/cli.py, the old address,
-    names its homes as strings in core/moved.py)."""
-    problems = {m: got for m, (src, _) in package_sources().items()
-                if (got := cli_imports(src))}
-    assert not problems, f"modules of fitontest importing {CLI}: {problems}"
-    assert cli_imports("def f():\n    from fitontest_cli.commands import run\n") == \
-        ["fitontest_cli.commands"]
-    assert cli_imports("import fitontest_cli as c\nimport fitontest.cli\n") == [CLI]
 
 
 def test_an_upward_import_inside_a_function_is_reported():
@@ -188,24 +143,6 @@ def test_from_package_import_submodule_resolves_to_the_submodule():
     assert violations(sources) == ["core.validation (foundation) imports api (front door)"]
 
 
-def test_the_command_line_sits_above_the_front_door():
-    """fitontest_cli may import the front door; a library module importing the
-    command line (absolutely) is reported; the command line's own relative
-    imports resolve inside it."""
-    sources = {"__init__": ("", True), "api": ("", False), "core": ("", True),
-               "core.io": ("def f():\n    import fitontest_cli.commands\n", False),
-               "fitontest_cli": ("from .commands import run\n", True),
-               "fitontest_cli.commands": ("from fitontest import api\n"
-                                          "from .. import parser\n", True),
-               "fitontest_cli.parser": ("", False)}
-    assert imported_modules("fitontest_cli", *sources["fitontest_cli"], set(sources)) == \
-        {"fitontest_cli.commands"}
-    assert imported_modules("fitontest_cli.commands", *sources["fitontest_cli.commands"],
-                            set(sources)) == {"api", "fitontest_cli.parser"}
-    assert violations(sources) == ["core.io (foundation) imports fitontest_cli.commands "
-                                   "(command line)"]
-
-
 def test_an_unplaced_module_is_reported():
     sources = {"core": ("", True), "core.io": ("", False),
                "newthing": ("from .core.io import atomic_path\n", False)}
@@ -218,11 +155,7 @@ def test_an_unplaced_module_is_reported():
                                            ("data.synthetic", "data"),
                                            ("vision.train", "vision"),
                                            ("core", "foundation"),
-                                           ("metrics", "foundation"),
-                                           ("tasks", "methods"),
-                                           ("__init__", "front door"),
-                                           ("fitontest_cli.commands.bench",
-                                            "command line")])
+                                           ("__init__", "front door")])
 def test_layer_of_matches_packages_by_prefix(module, layer):
     assert LAYERS[layer_of(module)][0] == layer
     assert layer_of("familiesX") is None
@@ -287,7 +220,7 @@ def import_cycles(sources: dict[str, tuple[str, bool]],
 
 
 def test_no_import_cycle():
-    cycles = import_cycles(all_sources())
+    cycles = import_cycles(package_sources())
     assert not cycles, f"import cycles: {cycles}"
 
 
@@ -295,7 +228,7 @@ def test_no_import_cycle_through_deferred_imports():
     """No two modules need each other, not even through an import inside a
     function (families/pl/family.py and trainer.py did; the inference package
     and the front door's chooser must not)."""
-    cycles = import_cycles(all_sources(), deferred=True)
+    cycles = import_cycles(package_sources(), deferred=True)
     assert not cycles, f"import cycles through deferred imports: {cycles}"
     circle = {"families.pl.family": ("def f():\n    from .trainer import T\n", False),
               "families.pl.trainer": ("from .family import evaluate_map\n", False),
@@ -330,8 +263,7 @@ def test_public_modules_are_real_modules_in_a_fresh_interpreter():
         "    assert sys.modules[n] is m and m.__name__ == n == m.__spec__.name, n\n"
         "assert not [f for f in sys.meta_path if type(f).__module__.startswith('fitontest')]\n"
         "import fitontest.metrics as M\n"
-        "assert 'ce_interval' in dir(M) and 'true_ce' in M.__all__\n"
-        "assert M.true_ce.__module__ == 'fitontest.metrics'\n"
+        "assert 'ce_interval' in dir(M) and M.ce_interval.__module__ == 'fitontest.inference.intervals'\n"
         "from fitontest.families.base import CalibrationFamily\n"
         "from fitontest import families\n"
         "assert isinstance(families.get('ece_es15'), CalibrationFamily)\n"
