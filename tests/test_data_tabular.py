@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
+from fitontest import tasks
 from fitontest.data import sources
 from fitontest.data.tabular import TabularGenerator, TabularSource, check_params
 from fitontest.models import tabular as T
-from fitontest import tasks
 from fitontest.study import truth
 from fitontest.study.tasks import event_posterior
 

@@ -9,10 +9,9 @@ import pandas as pd
 import pytest
 from conftest import load_benchmark
 
-from fitontest import families, multiclass
+from fitontest import families, multiclass, tasks
 from fitontest.report.specs import build, spec_named
 from fitontest.study import draws as D
-from fitontest import tasks
 from fitontest.study import truth
 from fitontest.study.experiment import calibrator_rows
 

@@ -35,10 +35,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import REPO  # noqa: E402
-
-import numpy as np  # noqa: E402
 
 #: the measuring child: argv = npz, evaluator, mode, how ("time" or "trace"); prints JSON
 CHILD = r"""
