@@ -5,7 +5,8 @@ import pytest
 from scipy.special import softmax
 
 import fitontest
-from fitontest.study import experiment, tasks
+from fitontest import tasks
+from fitontest.study import experiment
 from fitontest import families, metrics
 from fitontest.inference.calibration_tests import calibration_test
 from fitontest.inference.intervals import ce_interval

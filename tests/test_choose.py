@@ -215,7 +215,7 @@ def test_evaluate_auto_returns_the_recommended_estimate_and_its_interval():
 
 
 def _confidence(probs, labels):
-    from fitontest.study import tasks
+    from fitontest import tasks
 
     return tasks.confidence(probs, labels)
 

@@ -4,10 +4,12 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
+from fitontest import tasks
 from fitontest.data import sources
 from fitontest.data.tabular import TabularGenerator, TabularSource, check_params
 from fitontest.models import tabular as T
-from fitontest.study import tasks, truth
+from fitontest.study import truth
+from fitontest.study.tasks import event_posterior
 
 SMALL = {"n_classes": 4, "n_features": 3, "n_components": 2, "separation": 1.0,
          "correlation": 0.6, "imbalance": 1.5, "label_noise": 0.1, "seed": 3}
@@ -59,7 +61,7 @@ def test_bayes_classifier_has_the_identity_as_truth_map():
     post = src.posterior(np.arange(200_000))
     for k in (0, None):
         s, yb = tasks.reduce(k, probs, y)
-        q = tasks.event_posterior(k, probs, post)
+        q = event_posterior(k, probs, post)
         exact = truth.estimate("posterior", s, yb, posterior=q)
         assert np.abs(exact - s).max() < 1e-5
         # from the labels alone: isotonic regression on 200k rows, only sampling noise

@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from conftest import load_benchmark
 
-from fitontest import families, multiclass
+from fitontest import families, multiclass, tasks
 from fitontest.report.specs import build, spec_named
 from fitontest.study import draws as D
-from fitontest.study import tasks, truth
+from fitontest.study import truth
 from fitontest.study.experiment import calibrator_rows
 
 TASK = {"car": 1}

@@ -37,7 +37,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("vision", ("vision",)),
     ("study", ("study",)),
     ("report", ("report",)),
-    ("front door", ("api", "choose", "cli", "calibrated_classifier", "__init__")),
+    ("front door", ("api", "results", "choose", "cli", "calibrated_classifier", "__init__")),
     ("command line", (CLI,)),
 ]
 

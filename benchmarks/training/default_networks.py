@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from scipy.special import softmax
 
-from fitontest.study import tasks
+from fitontest import tasks
 from fitontest.core.io import load_npz
 from fitontest.metrics import true_ce
 from fitontest.study.truth import TRUTHS

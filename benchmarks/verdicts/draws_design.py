@@ -54,7 +54,8 @@ from fitontest.report import policy
 from fitontest.report.aggregate import aggregate_units
 from fitontest.inference.stats import mean_interval, significance_markers
 from fitontest.study import draws as D
-from fitontest.study import tasks as task_lib
+from fitontest import tasks as task_lib
+from fitontest.study.tasks import event_posterior
 from fitontest.study import truth as truth_lib
 from fitontest.study.experiment import fit_family
 from fitontest.study.schema import CALIBRATOR_DRAW
@@ -140,7 +141,7 @@ def placebo_rows(data: dict, layout, task_specs: dict, truths, arch: str,
         s, yy = task_lib.reduce(spec, p, y)
         none[task] = {"holdout_scores": s, "holdout_labels": yy}
         if "posterior" in data:
-            none[task]["holdout_posterior"] = task_lib.event_posterior(spec, p, data["posterior"])
+            none[task]["holdout_posterior"] = event_posterior(spec, p, data["posterior"])
     parts = []
     for d, (fit, meas) in enumerate(layout, start=1):
         files = {}
@@ -219,7 +220,7 @@ def population(gen: TabularGenerator, nets: dict, layout: Layout, n_pop: int, fi
         for task, spec in TASKS.items():
             s, yy = task_lib.reduce(spec, p, y)
             c = truth_lib.estimate("posterior", s, yy,
-                                   posterior=task_lib.event_posterior(spec, p, post))
+                                   posterior=event_posterior(spec, p, post))
             exact[task] = (s, c)
             rows.append({"arch": arch, "task": task, "calibrator": "none",
                          "ceac": np.mean(np.abs(s - c)), "cmee": np.mean(np.abs(s - c))})

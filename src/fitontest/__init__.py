@@ -33,7 +33,7 @@ from importlib import import_module as _import_module  # noqa: E402  (after the 
 
 #: the front door's names, loaded on first use (PEP 562): ``import fitontest``
 #: stays cheap for the workflow, which parses the Snakefile once per job
-_FRONT_DOOR = {"evaluate": ".api", "EvaluationResult": ".api",
+_FRONT_DOOR = {"evaluate": ".api", "EvaluationResult": ".results",
                "CalibratedClassifier": ".calibrated_classifier",
                "choose_evaluator": ".choose", "EvaluatorChoice": ".inference.choose"}
 

@@ -6,10 +6,10 @@
 >>> fitontest.evaluate(logits, labels, from_logits=True, mode="classwise") # doctest: +SKIP
 
 The K-class predictions are reduced to binary tasks (docs/methods/01-binary-tasks.md §1, the
-reductions of :mod:`fitontest.study.tasks`), an evaluator (any registered family,
-docs/methods/02-binning.md §2,
-docs/methods/03-binary-families.md §3, docs/methods/04-pl.md §4) is fitted on each task, and its CE estimate (as in the
-workflow: :func:`fitontest.families.base.estimates`) is reported:
+reductions of :mod:`fitontest.tasks`), an evaluator (any registered family,
+docs/methods/02-binning.md §2, docs/methods/03-binary-families.md §3,
+docs/methods/04-pl.md §4) is fitted on each task, and its CE estimate (as in
+the workflow: :func:`fitontest.families.base.estimates`) is reported:
 
 - ``mode="confidence"``: the top-label task (max_k p_k, prediction correct);
 - ``mode="classwise"``: the one-vs-rest task of every class in ``classes``
@@ -28,108 +28,20 @@ class 1 (or its logit with ``from_logits``).
 from __future__ import annotations
 
 import warnings
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Sequence
+from typing import Any, Literal, Sequence, cast
 
 import numpy as np
 
 from . import families
-
-from .core.predictions import to_numpy
+from .core.moved import moved
+from .core.validation import check_option
+from . import results
 
 MODES = ("confidence", "classwise", "ovr")
 #: ``evaluator="auto"``: the evaluator chooser's recommended estimate (fitontest.choose)
 AUTO = "auto"
 
 
-@dataclass
-class TaskResult:
-    """The evaluator fitted on one binary task."""
-
-    estimate: float
-    debiased: float | None = None
-    hyper: float | None = None
-    interval: Any = None           # a fitontest.metrics.CEInterval, or None
-    n: int = 0
-    pvalue: float | None = None    # p-value of a test of perfect calibration, or None
-    pvalue_valid: bool | None = None   # the test's size measured to hold here (None: not)
-    pvalue_note: str = ""
-
-
-@dataclass
-class EvaluationResult:
-    """What :func:`evaluate` returns.
-
-    ``estimate`` is the CE estimate (L1 for p=1, squared for p=2, the maximum
-    for p="max"); ``debiased`` the debiased estimate where the family has one
-    (binning), else None; ``hyper`` the chosen hyper-parameter (bins, pieces,
-    bandwidth) or None; ``interval`` the bootstrap interval when asked for
-    (confidence mode; per class in ``per_class`` otherwise). ``pvalue`` is
-    the p-value of the test of perfect calibration named by ``test``
-    (:func:`fitontest.metrics.calibration_test`); over several classes it is
-    the Bonferroni-combined ``min(1, m * min p)``, a valid test that every
-    one of the m tasks is calibrated. For the classwise and ovr modes,
-    ``per_class`` maps each class index to its :class:`TaskResult`, and
-    ``debiased`` is the mean of the per-class debiased values. ``note``: what
-    the estimate is where the evaluator does not say it (``"auto"``: the
-    chooser's recommended estimate, or its fallback, and why).
-    """
-
-    evaluator: str
-    mode: str
-    p: int | str
-    estimate: float
-    debiased: float | None = None
-    hyper: float | None = None
-    interval: Any = None
-    n: int = 0
-    n_classes: int = 0
-    per_class: dict[int, TaskResult] = field(default_factory=dict)
-    pvalue: float | None = None
-    test: str | None = None
-    note: str | None = None
-    pvalue_valid: bool | None = None
-    pvalue_note: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready values (intervals as dicts)."""
-        def plain(v):
-            if v is None or isinstance(v, (str, int, bool)):
-                return v
-            if isinstance(v, (float, np.floating)):
-                return float(v)
-            if isinstance(v, (np.integer,)):
-                return int(v)
-            if isinstance(v, dict):
-                return {str(k): plain(x) for k, x in v.items()}
-            if hasattr(v, "__dataclass_fields__"):
-                return plain(asdict(v))
-            if hasattr(v, "_asdict"):
-                return plain(v._asdict())
-            return str(v)
-
-        return plain(asdict(self))
-
-    def __str__(self) -> str:
-        def fmt(v):
-            return "-" if v is None else f"{v:.6g}"
-
-        def fmt_interval(iv):
-            return "-" if iv is None else f"[{iv.lo:.6g}, {iv.hi:.6g}] ({iv.level:g})"
-
-        head = (f"{self.evaluator} ({self.mode}, p={self.p}, n={self.n}, K={self.n_classes}): "
-                f"estimate {fmt(self.estimate)}, debiased {fmt(self.debiased)}, "
-                f"hyper {fmt(self.hyper)}, interval {fmt_interval(self.interval)}, "
-                f"calibration test ({self.test or '-'}) p {fmt(self.pvalue)}")
-        lines = [head] + ([f"  {self.note}"] if self.note else [])
-        for k, r in self.per_class.items():
-            lines.append(f"  class {k}: estimate {fmt(r.estimate)}, debiased {fmt(r.debiased)}, "
-                         f"hyper {fmt(r.hyper)}, interval {fmt_interval(r.interval)}, "
-                         f"p {fmt(r.pvalue)}")
-        return "\n".join(lines)
-
-
-# ---------------------------------------------------------------------- inputs
 def class_probabilities(probs_or_logits: Any, from_logits: bool | None = None) -> np.ndarray:
     """(n, K) float64 class probabilities of K-class predictions, checked.
 
@@ -180,6 +92,12 @@ def class_probabilities(probs_or_logits: Any, from_logits: bool | None = None) -
     >>> class_probabilities([[-0.7, -0.7]])          # log-probabilities: the rows decide
     array([[0.5, 0.5]])
     """
+    return _read(probs_or_logits, from_logits, stacklevel=2).probs
+
+
+def _read(probs_or_logits, from_logits, stacklevel: int = 2):
+    """:func:`fitontest.core.predictions.read` of the front door's argument, its
+    note warned (``stacklevel`` as warnings.warn's, counted from this function's caller)."""
     from .core import predictions
 
     where = "logits" if from_logits else "probs" if from_logits is False else "probs_or_logits"
@@ -187,8 +105,8 @@ def class_probabilities(probs_or_logits: Any, from_logits: bool | None = None) -
                                where=where, switch=predictions.API)
     note = reading.note()
     if note:
-        warnings.warn(note, UserWarning, stacklevel=2)
-    return reading.probs
+        warnings.warn(note, UserWarning, stacklevel=stacklevel + 1)
+    return reading
 
 
 def _family(evaluator):
@@ -197,11 +115,9 @@ def _family(evaluator):
 
 
 def _check_p(p):
-    if isinstance(p, str):
-        if p != "max":
-            raise ValueError(f"p must be 1, 2 or 'max', got {p!r}")
+    if isinstance(p, str) and p == "max":
         return p
-    if isinstance(p, bool) or p not in (1, 2):
+    if isinstance(p, (bool, str)) or p not in (1, 2):
         raise ValueError(f"p must be 1, 2 or 'max', got {p!r}")
     return int(p)
 
@@ -224,7 +140,7 @@ def _finite_or_none(v) -> float | None:
 
 
 def evaluate_binary(evaluator, scores, labels, p=1, interval: float | None = None,
-                    test: str | None = None) -> TaskResult:
+                    test: str | None = None) -> results.TaskResult:
     """Fit ``evaluator`` (name or family instance) on one binary task, estimate
     its CE and, with ``test``, test perfect calibration."""
     from sklearn.base import clone
@@ -254,7 +170,7 @@ def evaluate_binary(evaluator, scores, labels, p=1, interval: float | None = Non
         tested = calibration_test(s, labels, method=test, evaluator=proto,
                                   p=1 if p == "max" else p)
         pvalue = float(tested.pvalue)
-    return TaskResult(estimate=float(est), debiased=_finite_or_none(deb),
+    return results.TaskResult(estimate=float(est), debiased=_finite_or_none(deb),
                       hyper=_finite_or_none(fam.chosen_hyperparameter()), interval=ci,
                       n=int(s.size), pvalue=pvalue,
                       pvalue_valid=None if tested is None else tested.valid,
@@ -285,38 +201,51 @@ def _classes(mode: str, classes, n_classes: int) -> list[int]:
     return list(dict.fromkeys(out))
 
 
+def _read_tasks(probs_or_logits: Any, labels: Any, mode: str = "confidence",
+               classes: Sequence[int] | int | None = None, from_logits: bool | None = None,
+               *, stacklevel: int = 2):
+    """The front door's one reading of its input: the predictions read
+    (:func:`class_probabilities`' rule), the labels checked and the binary tasks
+    of ``mode`` / ``classes`` built, as a :class:`fitontest.tasks.BinaryTasks`
+    (keys: None for the confidence task, else the class index). Everything
+    below takes it as it is; nothing checks its arrays again. ``mode`` is the
+    caller's, checked; ``stacklevel``: where a note on the rows is warned, as
+    warnings.warn's, counted from the caller."""
+    from . import tasks
+
+    if mode == "confidence" and classes is not None:
+        raise ValueError("classes= applies to the classwise and ovr modes, not confidence")
+    reading = _read(probs_or_logits, from_logits, stacklevel=stacklevel + 1)
+    specs: dict[Any, int | None] = ({None: None} if mode == "confidence" else
+             {c: c for c in _classes(mode, classes, reading.probs.shape[1])})
+    return tasks.from_reading(reading, labels, specs)
+
+
 def binary_tasks(probs_or_logits: Any, labels: Any, mode: str = "confidence",
                  classes: Sequence[int] | int | None = None,
-                 from_logits: bool | None = None) -> tuple[tuple[int, int], dict[int | None, tuple[np.ndarray, np.ndarray]]]:
+                 from_logits: bool | None = None
+                 ) -> tuple[tuple[int, int], dict[int | None, tuple[np.ndarray, np.ndarray]]]:
     """((n, K), tasks): the binary tasks of :func:`evaluate`, checked as it checks
     them -- ``{None: (scores, labels)}`` of the top-label task for
     ``mode="confidence"``, else ``{class: (p_class, 1[label == class])}``."""
-    from .study import tasks
-
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    probs = class_probabilities(probs_or_logits, from_logits)
-    y = to_numpy(labels, "labels")
-    if mode == "confidence":
-        if classes is not None:
-            raise ValueError("classes= applies to the classwise and ovr modes, not confidence")
-        return probs.shape, {None: tasks.confidence(probs, y)}
-    chosen = _classes(mode, classes, probs.shape[1])
-    reduced = tasks.reduce_all({str(c): c for c in chosen}, probs, y)
-    return probs.shape, {c: reduced[str(c)] for c in chosen}
+    data = _read_tasks(probs_or_logits, labels, check_option("mode", mode, MODES), classes,
+                       from_logits, stacklevel=3)
+    return (data.n, data.n_classes), {c: (s.copy(), y.astype(np.int64))
+                                      for c, (s, y) in data.tasks.items()}
 
 
 def evaluate(probs_or_logits: Any, labels: Any, evaluator: Any = "ece_es_cv",
              mode: Literal["confidence", "classwise", "ovr"] = "confidence",
              classes: Sequence[int] | int | None = None, p: int | str = 1,
              from_logits: bool | None = None, interval: float | None = None,
-             test: str | None = "kuiper") -> EvaluationResult:
+             test: str | None = "kuiper") -> results.EvaluationResult:
     """Estimate the calibration error (CE) of a model's K-class predictions.
 
     The predictions are reduced to binary tasks (the top label, or one class
     against the rest), an evaluator -- a calibration-map family fitted on
     these test predictions -- is fitted on each task, and its CE estimate is
-    returned (docs/methods/01-binary-tasks.md §1 to docs/methods/04-pl.md §4; the module docstring has the details).
+    returned (docs/methods/01-binary-tasks.md §1 to docs/methods/04-pl.md §4; the
+    module docstring has the details).
 
     Parameters
     ----------
@@ -409,60 +338,83 @@ def evaluate(probs_or_logits: Any, labels: Any, evaluator: Any = "ece_es_cv",
     >>> bool(np.isclose(res.estimate, np.mean([r.estimate for r in res.per_class.values()])))
     True
     """
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    check_option("mode", mode, MODES)
     p = _check_p(p)
     if isinstance(evaluator, str) and evaluator == AUTO:
         return _evaluate_auto(probs_or_logits, labels, mode, classes, p, from_logits, interval,
                               test)
+    _family(evaluator)                 # an unknown evaluator is named before the data are read
+    data = _read_tasks(probs_or_logits, labels, mode, classes, from_logits, stacklevel=3)
+    return _evaluate_tasks(data, evaluator, mode, p, interval, test)
+
+
+def _evaluate_tasks(data, evaluator: Any, mode: str, p: int | str = 1,
+                   interval: float | None = None, test: str | None = "kuiper"
+                   ) -> results.EvaluationResult:
+    """:func:`evaluate` on the front door's reading ``data`` (:func:`_read_tasks`),
+    checked once: its arrays are not checked again below
+    (:meth:`fitontest.tasks.BinaryTasks.checked`)."""
     name, _ = _family(evaluator)
-    (n, k), reduced = binary_tasks(probs_or_logits, labels, mode, classes, from_logits)
+    n, k = data.n, data.n_classes
+    with data.checked():
+        per = {c: evaluate_binary(evaluator, s, y, p=p, interval=interval, test=test)
+               for c, (s, y) in data.tasks.items()}
     if mode == "confidence":
-        r = evaluate_binary(evaluator, *reduced[None], p=p, interval=interval, test=test)
-        return EvaluationResult(name, mode, p, r.estimate, r.debiased, r.hyper, r.interval,
-                                n=n, n_classes=k, pvalue=r.pvalue, test=test,
-                                pvalue_valid=r.pvalue_valid, pvalue_note=r.pvalue_note)
-    chosen = list(reduced)
-    per = {c: evaluate_binary(evaluator, *reduced[c], p=p, interval=interval, test=test)
-           for c in chosen}
+        r = per[None]
+        return results.EvaluationResult(name, mode, p, r.estimate, r.debiased, r.hyper,
+                                        r.interval, n=n, n_classes=k, pvalue=r.pvalue,
+                                        test=test, pvalue_valid=r.pvalue_valid,
+                                        pvalue_note=r.pvalue_note)
+    chosen = list(per)
     # Bonferroni: a valid test that all m tasks are calibrated, whatever their dependence
     pvalue = (None if test is None
-              else min(1.0, len(per) * min(r.pvalue for r in per.values())))
+              else min(1.0, len(per) * min(cast(float, r.pvalue) for r in per.values())))
     hyper = per[chosen[0]].hyper if len(chosen) == 1 else None
     # the combined p-value is as valid as its least valid task's
     flags = [r.pvalue_valid for r in per.values()]
     combined = False if False in flags else None if None in flags else True
     note = next((r.pvalue_note for r in per.values() if r.pvalue_valid is combined), "")
-    return EvaluationResult(name, mode, p, float(np.mean([r.estimate for r in per.values()])),
-                            _mean_or_none(r.debiased for r in per.values()), hyper,
-                            per[chosen[0]].interval if len(chosen) == 1 else None,
-                            n=n, n_classes=k, per_class=per, pvalue=pvalue, test=test,
-                            pvalue_valid=combined if test is not None else None,
-                            pvalue_note=note if test is not None else "")
+    return results.EvaluationResult(name, mode, p,
+                                    float(np.mean([r.estimate for r in per.values()])),
+                                    _mean_or_none(r.debiased for r in per.values()), hyper,
+                                    per[chosen[0]].interval if len(chosen) == 1 else None,
+                                    n=n, n_classes=k, per_class=per, pvalue=pvalue, test=test,
+                                    pvalue_valid=combined if test is not None else None,
+                                    pvalue_note=note if test is not None else "")
 
 
 def _evaluate_auto(probs_or_logits, labels, mode, classes, p, from_logits, interval, test
-                   ) -> EvaluationResult:
+                   ) -> results.EvaluationResult:
     """``evaluator="auto"``: the chooser's recommended estimate (criterion ce,
     default settings, seed 0) with the interval measured for it; the test of
-    calibration around the evaluator reported."""
-    from .inference.choose import FALLBACK, candidate_names, check_settings, choose_tasks
+    calibration around the evaluator reported. The input is read once: the
+    chooser and the evaluation share the reading."""
+    from .inference.choose import (
+        FALLBACK,
+        candidate_names,
+        check_settings,
+        choose_tasks,
+    )
 
     if p == "max":
         raise ValueError("evaluator='auto' chooses for p = 1 or 2, not p='max'")
     check_settings("ce", p, 40, interval)
     names, extra = candidate_names("ce", None, False)
-    _, reduced = binary_tasks(probs_or_logits, labels, mode, classes, from_logits)
-    choice = choose_tasks(list(reduced.values()), names, extra, p=p, interval=interval,
-                          progress=False)
+    data = _read_tasks(probs_or_logits, labels, mode, classes, from_logits, stacklevel=4)
+    with data.checked():
+        choice = choose_tasks(data.pairs(), names, extra, p=p, interval=interval,
+                              progress=False)
     used = FALLBACK if choice.fallback else choice.evaluator
-    base = evaluate(probs_or_logits, labels, evaluator=used, mode=mode, classes=classes, p=p,
-                    from_logits=from_logits, test=test)
-    return EvaluationResult(AUTO, mode, p, float(choice.recommended_estimate), None, None,
-                            choice.interval, n=base.n, n_classes=base.n_classes,
-                            pvalue=base.pvalue, test=test, note=choice.reason(),
-                            pvalue_valid=base.pvalue_valid, pvalue_note=base.pvalue_note)
+    base = _evaluate_tasks(data, used, mode, p, test=test)
+    return results.EvaluationResult(AUTO, mode, p, float(choice.recommended_estimate), None,
+                                    None, choice.interval, n=base.n,
+                                    n_classes=base.n_classes, pvalue=base.pvalue, test=test,
+                                    note=choice.reason(), pvalue_valid=base.pvalue_valid,
+                                    pvalue_note=base.pvalue_note)
 
 
-__all__ = ["evaluate", "evaluate_binary", "binary_tasks", "EvaluationResult", "TaskResult",
-           "class_probabilities", "max_calibration_error", "MODES"]
+# an older address of a name defined elsewhere warns (core.moved)
+__getattr__, __dir__ = moved(__name__)
+
+__all__ = ["evaluate", "evaluate_binary", "binary_tasks", "class_probabilities",
+           "max_calibration_error", "MODES"]

@@ -37,6 +37,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
+from fitontest.core.validation import check_option
+
 from . import families, multiclass
 
 MODES = ("ovr", "confidence")
@@ -161,8 +163,7 @@ class CalibratedClassifier(ClassifierMixin, MetaEstimatorMixin, BaseEstimator):
         if self.cv != "prefit":
             raise ValueError(f"cv must be 'prefit' (the classifier is already fitted), "
                              f"got {self.cv!r}")
-        if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
+        check_option("mode", self.mode, MODES)
         self._check_estimator()
         classes = np.asarray(self.estimator.classes_)
         y = np.asarray(y)

@@ -63,16 +63,19 @@ def choose_evaluator(probs_or_logits: Any, labels: Any, *, criterion: str = "ce"
     progress : bool, optional
         A progress bar on stderr; default: when stderr is a terminal.
     """
-    from .api import binary_tasks, evaluate
+    from .api import MODES, _evaluate_tasks, _read_tasks
+    from .core.validation import check_option
 
+    check_option("mode", mode, MODES)
     check_settings(criterion, p, n_worlds, interval)
     names, extra = candidate_names(criterion, candidates, with_pl)
-    _, reduced = binary_tasks(probs_or_logits, labels, mode, classes, from_logits)
-    choice = choose_tasks(list(reduced.values()), names, extra, criterion=criterion, p=p,
-                          n_worlds=n_worlds, seed=seed, interval=interval, alpha=alpha,
-                          debias=debias, n_jobs=n_jobs, progress=progress)
-    choice.result = evaluate(probs_or_logits, labels, evaluator=choice.evaluator, mode=mode,
-                             classes=classes, p=p, from_logits=from_logits, test=None)
+    # one reading: the chooser and the recommended evaluator's result share it
+    data = _read_tasks(probs_or_logits, labels, mode, classes, from_logits, stacklevel=3)
+    with data.checked():
+        choice = choose_tasks(data.pairs(), names, extra, criterion=criterion, p=p,
+                              n_worlds=n_worlds, seed=seed, interval=interval, alpha=alpha,
+                              debias=debias, n_jobs=n_jobs, progress=progress)
+    choice.result = _evaluate_tasks(data, choice.evaluator, mode, p, test=None)
     return choice
 
 

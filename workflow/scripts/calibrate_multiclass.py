@@ -2,7 +2,8 @@
 import numpy as np
 
 from fitontest import multiclass
-from fitontest.study import tasks
+from fitontest import tasks
+from fitontest.study.tasks import event_posterior
 from fitontest.core.io import load_npz, save_npz, script_logger
 from fitontest.core.runtime import limit_threads
 
@@ -23,7 +24,7 @@ for name in snakemake.params.calibrators:
         s_hold, y_hold = tasks.reduce(k, p_hold, hold["labels"])
         extra = {}
         if "posterior" in hold:
-            extra["holdout_posterior"] = tasks.event_posterior(k, p_hold, hold["posterior"])
+            extra["holdout_posterior"] = event_posterior(k, p_hold, hold["posterior"])
         save_npz(out, val_scores=s_val, val_labels=y_val.astype(np.int8),
                  holdout_scores=s_hold, holdout_labels=y_hold.astype(np.int8), **extra)
         log.info("%s / %s: val %d, hold-out %d points, mean score %.4f, positive rate %.4f",

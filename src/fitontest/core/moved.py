@@ -103,6 +103,16 @@ MOVED: dict[str, dict[str, str]] = {
         **_all(f"{_CLI}.commands.bench", "resolve_evaluator", "bench_config", "ranking",
                "bench_verdict", "bench_report", "find_snakefile", "cmd_bench"),
         **_all(f"{_CLI}.commands.jobs", "cmd_jobs", "cmd_pins")},
+    # the front door's module re-exported the predictions' converter
+    "fitontest.api": {"to_numpy": "fitontest.core.predictions",
+                      "EvaluationResult": "fitontest", "TaskResult": "fitontest.results"},
+    # the multi-class -> binary reduction moved from the study layer into the
+    # library layer, where every front door reaches it
+    "fitontest.study.tasks": {
+        **_all("fitontest.tasks", "CONFIDENCE", "ONE_VS_REST", "TASKS", "check_probs",
+               "confidence", "one_vs_rest", "reduce", "reduce_all", "task_kind",
+               "validate_tasks"),
+        "ROW_SUM_ATOL": "fitontest.core.predictions"},
 }
 
 

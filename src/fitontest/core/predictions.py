@@ -45,12 +45,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# the checks called through their module, so that each is one function to patch or count
+from . import validation
+
 #: the kinds a caller may declare; ``auto`` lets the rows decide
 KINDS = ("auto", "probabilities", "logits")
-#: how far from 1 the rows of probabilities computed by this package (a
-#: softmax, a calibrator's output) may sum: the contract of
-#: fitontest.study.tasks.check_probs, and the deviation above which a
-#: renormalisation of input rows is said
+#: the deviation of a row sum from 1 above which bringing the rows to 1 is said
+#: (:meth:`Reading.note`). Not a rule of what probabilities are: that is
+#: :func:`storage_tolerance`'s, the one rule every reader shares
+#: (:func:`fitontest.tasks.check_probs` included)
 ROW_SUM_ATOL = 1e-4
 #: relative precision of half-precision storage: float16 rounds to 2^-11 of a
 #: value, doubled for a second rounding (a softmax in float32, then float16,
@@ -102,7 +105,9 @@ WORKFLOW = Switch("logits.kind: logits", "logits.kind: probabilities")
 
 def to_numpy(x, name: str = "predictions") -> np.ndarray:
     """numpy view of an array, a pandas object or a torch tensor (any device;
-    bfloat16 as float32, which holds it exactly). torch is never imported."""
+    bfloat16 as float32, which holds it exactly). torch is never imported. A
+    conversion only: what the values must be is the caller's check
+    (:func:`fitontest.core.validation.check_array_real` and the checks above it)."""
     if type(x).__module__.split(".")[0] == "torch" and hasattr(x, "detach"):
         x = x.detach().cpu()
         if str(x.dtype) == "torch.bfloat16":      # numpy has no bfloat16
@@ -110,10 +115,7 @@ def to_numpy(x, name: str = "predictions") -> np.ndarray:
         return x.numpy()
     if hasattr(x, "to_numpy"):                     # pandas DataFrame / Series
         return x.to_numpy()
-    arr = np.asarray(x)
-    if arr.dtype == object:
-        raise ValueError(f"{name} must be a numeric array, got dtype object")
-    return arr
+    return np.asarray(x)
 
 
 def decimals(x: np.ndarray) -> int | None:
@@ -262,16 +264,8 @@ def _named(rows: np.ndarray, label) -> str:
     return shown + (f" and {rows.size - SHOWN} more" if rows.size > SHOWN else "")
 
 
-def _check_kind(kind) -> str:
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    return kind
-
-
 def _as_float(a, where: str, label) -> tuple[np.ndarray, object]:
-    raw = to_numpy(a, where)
-    if raw.dtype == bool or not np.issubdtype(raw.dtype, np.number) or np.iscomplexobj(raw):
-        raise ValueError(f"{where} must be a real numeric array, got dtype {raw.dtype}")
+    raw = validation.check_array_real(to_numpy(a, where), where)
     if raw.ndim == 2 and raw.shape[1] == 1:
         raw = raw[:, 0]                       # one column: a binary model's P(class 1)
     if raw.ndim not in (1, 2):
@@ -388,7 +382,7 @@ def read(a, kind: str = "auto", *, where: str = "predictions", switch: Switch = 
         probability rows (naming them), ambiguous rows, a declared kind the
         rows contradict, a probability row summing to 0.
     """
-    kind = _check_kind(kind)
+    kind = validation.check_option("kind", kind, KINDS)
     label = row_label or (lambda i: f"row {i}")
     x, dtype = _as_float(a, where, label)
     if x.ndim == 1:

@@ -1,12 +1,101 @@
 """Input checks made once, at the library boundary.
 
 Bad input raises ``ValueError`` naming the problem; nothing returns NaN silently.
+
+The one check of each kind lives here (scikit-learn's ``utils.validation`` in
+spirit): :func:`check_array_real` (an array of real numbers), :func:`check_option`
+(a value among the allowed ones: the one "must be one of" message),
+:func:`check_scores` / :func:`check_labels` / :func:`check_binary` (a binary
+fitting sample). An array checked once need not be checked again below: a
+caller that built it checked (the front door's reading, :mod:`fitontest.tasks`)
+hands it down inside :func:`checked`, and these checks return it as it is
+(scikit-learn's ``skip_parameter_validation``, per array rather than global).
 """
 from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
 
 import numpy as np
 
 EPS = 1e-16
+
+#: the arrays checked by the caller that built them, with what the checks return
+#: for each (:func:`checked`); per context, so threads and nested calls do not share it
+_CHECKED: ContextVar[tuple[tuple[np.ndarray, np.ndarray], ...]] = ContextVar(
+    "fitontest_checked", default=())
+
+
+def check_array_real(a, name: str, *, bools: bool = False) -> np.ndarray:
+    """``a`` as a numpy array of real numbers, its dtype kept: never objects,
+    strings or complex values, nor booleans unless ``bools`` (a class index or
+    a probability is not a truth value). The one "real numeric array" check.
+
+    >>> check_array_real([1, 2], "x").dtype.kind
+    'i'
+    >>> check_array_real(["a"], "x")
+    Traceback (most recent call last):
+    ...
+    ValueError: x must be a real numeric array, got dtype <U1
+    """
+    arr = np.asarray(a)
+    if arr.dtype == bool and bools:
+        return arr
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
+        raise ValueError(f"{name} must be a real numeric array, got dtype {arr.dtype}")
+    return arr
+
+
+def check_option(name: str, value: Any, allowed: Iterable[Any]) -> Any:
+    """``value`` if it is one of ``allowed``, else the one "must be one of"
+    ValueError naming ``name``, the allowed values and the value given.
+
+    >>> check_option("mode", "ovr", ("confidence", "ovr"))
+    'ovr'
+    >>> check_option("mode", "x", ("confidence", "ovr"))
+    Traceback (most recent call last):
+    ...
+    ValueError: mode must be one of 'confidence', 'ovr'; got 'x'
+    """
+    allowed = tuple(allowed)
+    try:
+        ok = bool(value in allowed)
+    except (TypeError, ValueError):         # an array's == is no answer: not an option
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; "
+                         f"got {value!r}")
+    return value
+
+
+@contextmanager
+def checked(*pairs: tuple[np.ndarray, np.ndarray]) -> Iterator[None]:
+    """Within the block, :func:`check_scores` and :func:`check_labels` return
+    each ``given`` array of ``(given, checked)`` pairs as ``checked`` without a
+    pass over it: the caller that built them checked them once.
+
+    Only the very objects (identity, not equal values) are trusted, and only
+    read-only ones, so that nothing can change them after their check; an
+    array derived from them (a resample, a slice) is checked as any other.
+    """
+    for given, out in pairs:
+        if given.flags.writeable or out.flags.writeable:
+            raise ValueError("only read-only arrays can be handed down as checked")
+    token = _CHECKED.set(_CHECKED.get() + tuple(pairs))
+    try:
+        yield
+    finally:
+        _CHECKED.reset(token)
+
+
+def _already_checked(a) -> np.ndarray | None:
+    """What the checks return for ``a`` if a caller checked it (:func:`checked`), else None."""
+    for given, out in _CHECKED.get():
+        if a is given or a is out:
+            return out
+    return None
 
 
 def _first_bad(mask: np.ndarray) -> str:
@@ -14,12 +103,9 @@ def _first_bad(mask: np.ndarray) -> str:
     return f"{idx.size} value(s), first at index {idx[0]}"
 
 
-def _float_1d(values, name: str, kind: str) -> np.ndarray:
+def _float_1d(values, name: str) -> np.ndarray:
     """``values`` as a 1-D float64 array; numbers or booleans only."""
-    a = np.asarray(values)
-    if a.dtype == object or not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
-        raise ValueError(f"{name} must be {kind}, got dtype {a.dtype}")
-    a = a.astype(np.float64, copy=False)
+    a = check_array_real(values, name, bools=True).astype(np.float64, copy=False)
     if a.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {a.shape}")
     return a
@@ -27,7 +113,10 @@ def _float_1d(values, name: str, kind: str) -> np.ndarray:
 
 def check_scores(scores, name: str = "scores") -> np.ndarray:
     """1-D float64 array of finite values in [0, 1]."""
-    s = _float_1d(scores, name, "numeric")
+    done = _already_checked(scores)
+    if done is not None:
+        return done
+    s = _float_1d(scores, name)
     bad = ~np.isfinite(s)
     if bad.any():
         raise ValueError(f"{name} contain NaN or infinity: {_first_bad(bad)}")
@@ -40,7 +129,10 @@ def check_scores(scores, name: str = "scores") -> np.ndarray:
 
 def check_labels(labels, name: str = "labels") -> np.ndarray:
     """1-D float64 array of values in {0, 1}."""
-    y = _float_1d(labels, name, "numeric 0/1")
+    done = _already_checked(labels)
+    if done is not None:
+        return done
+    y = _float_1d(labels, name)
     bad = ~np.isin(y, (0.0, 1.0))
     if bad.any():
         raise ValueError(f"{name} must be 0 or 1: {_first_bad(bad)} are not")

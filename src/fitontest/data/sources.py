@@ -31,6 +31,7 @@ from typing import Iterator, Protocol, runtime_checkable
 import numpy as np
 
 from fitontest.core.registry import Registry
+from fitontest.core.validation import check_option
 
 SOURCES = Registry("data source", package="fitontest.data",
                    path=__import__("fitontest.data", fromlist=["__path__"]).__path__)
@@ -144,8 +145,7 @@ def entry(config_or_name) -> type:
     """The registered source class of ``config["data_source"]`` (or of a name)."""
     name = (config_or_name if isinstance(config_or_name, str)
             else config_or_name.get("data_source", "procedural"))
-    if name not in SOURCES:
-        raise ValueError(f"data_source must be one of {names()}, got {name!r}")
+    check_option("data_source", name, names())
     return SOURCES.entry(name)
 
 

@@ -13,6 +13,8 @@ from typing import Callable
 
 import numpy as np
 
+from fitontest.core.validation import check_option
+
 SAMPLINGS = ("ours", "paper")
 SHAPES = ("square", "sqrt", "beta1", "beta2", "stairs")
 CE_LEVELS = tuple(round(0.005 * i, 3) for i in range(21))  # 0, 0.005, ..., 0.100
@@ -129,8 +131,7 @@ def _paper_draw(n: int, seed: int):
 
 
 def _check_sampling(sampling: str) -> None:
-    if sampling not in SAMPLINGS:
-        raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
+    check_option("sampling", sampling, SAMPLINGS)
 
 
 def sample(shape: str, ce: float, n: int, seed: int, sampling: str = "ours"):

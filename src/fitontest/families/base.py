@@ -96,8 +96,8 @@ class CalibrationFamily(BaseEstimator):
         check_is_fitted(self, "n_fit_")
         s = check_scores(scores)
         if s.shape[0] != self.n_fit_:
-            raise ValueError(f"{type(self).__name__} is an estimate of its fitting sample ({self.n_fit_} "
-                             f"points); got {s.shape[0]} scores")
+            raise ValueError(f"{type(self).__name__} is an estimate of its fitting sample "
+                             f"({self.n_fit_} points); got {s.shape[0]} scores")
         return s
 
     def chosen_hyperparameter(self) -> float:

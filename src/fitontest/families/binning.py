@@ -1,4 +1,5 @@
-"""Binning families: classic ECE and its sweep / cross-validated variants (docs/methods/02-binning.md §2).
+"""Binning families: classic ECE and its sweep / cross-validated variants
+(docs/methods/02-binning.md §2).
 
 One class, :class:`BinningFamily`, registered under several names:
 
@@ -90,7 +91,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from fitontest import metrics
 from ..core.selection import complexity_rule
-from fitontest.core.validation import check_scores
+from fitontest.core.validation import check_option, check_scores
 from . import CalibrationFamily, register
 from . import bincounts
 from .bincounts import es_starts
@@ -195,14 +196,10 @@ class BinningFamily(CalibrationFamily):
         return self.n_folds if self.selection == "cv" else None
 
     def _check_params(self):
-        if self.scheme not in SCHEMES:
-            raise ValueError(f"scheme must be one of {SCHEMES}, got {self.scheme!r}")
-        if self.selection not in SELECTIONS:
-            raise ValueError(f"selection must be one of {SELECTIONS}, got {self.selection!r}")
-        if self.variant not in VARIANTS:
-            raise ValueError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
-        if self.map not in MAPS:
-            raise ValueError(f"map must be one of {MAPS}, got {self.map!r}")
+        check_option("scheme", self.scheme, SCHEMES)
+        check_option("selection", self.selection, SELECTIONS)
+        check_option("variant", self.variant, VARIANTS)
+        check_option("map", self.map, MAPS)
         if self.selection == "fixed" and (self.n_bins is None or int(self.n_bins) < 1):
             raise ValueError(f"n_bins must be a positive integer, got {self.n_bins!r}")
         if self.selection == "cv" and (self.max_bins is None or int(self.max_bins) < 1):

@@ -30,6 +30,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..core.validation import check_option
 from ..core.selection import complexity_rule, kfold_indices
 from . import CalibrationFamily, register
 from fitontest.core.runtime import blas_threads
@@ -171,8 +172,7 @@ class SplineFamily(CalibrationFamily):
         self.seed = seed
 
     def _candidates(self) -> np.ndarray:
-        if self.runout not in RUNOUTS:
-            raise ValueError(f"runout must be one of {RUNOUTS}, got {self.runout!r}")
+        check_option("runout", self.runout, RUNOUTS)
         lo = int(self.min_knots)
         if lo < _MIN_KNOTS[self.runout] or int(self.max_knots) < lo:
             raise ValueError(f"need {_MIN_KNOTS[self.runout]} <= min_knots <= max_knots for "

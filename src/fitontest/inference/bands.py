@@ -56,7 +56,7 @@ from sklearn.base import clone
 
 from .. import families
 from . import domains
-from ..core.validation import check_binary
+from ..core.validation import check_binary, check_option
 from .intervals import IntervalCoverageWarning
 from .monotone_band import monotone_band, monotone_band_test, monotonicity_test
 from .world_band import (WORLD_BAND_SCALE, WORLD_BAND_WORLDS, WorldParts, world_ends,
@@ -357,8 +357,7 @@ def reliability_band(scores, labels, level: float = 0.9, method: str = "auto", *
     docstring for the methods and what each guarantees.
     """
     level = _check_level(level)
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    check_option("method", method, METHODS)
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise ValueError(f"unknown option(s) {unknown}; reliability_band takes {OPTIONS}")

@@ -35,7 +35,7 @@ from sklearn.base import clone
 
 from .. import families
 from ..metrics import check_p, debiased_bin_terms
-from ..core.validation import check_labels, check_scores
+from ..core.validation import check_labels, check_option, check_scores
 from ..families.base import estimates, used_estimates
 from ..families.binning import BinningFamily
 from .sizes import CHUNK_CELLS   # redraws are generated in blocks of about this many labels
@@ -338,10 +338,8 @@ def _tcal(s, y, n_resamples, seed, combine):
 
 # ---------------------------------------------------------------- front
 def _check(method, alternative, n_resamples, p, combine):
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    if alternative not in ALTERNATIVES:
-        raise ValueError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}")
+    check_option("method", method, METHODS)
+    check_option("alternative", alternative, ALTERNATIVES)
     if alternative != "two-sided" and method != "ks":
         raise ValueError(f"alternative={alternative!r} is defined for method='ks' only; "
                          f"{method!r} detects miscalibration of either sign")
@@ -350,8 +348,7 @@ def _check(method, alternative, n_resamples, p, combine):
             or n_resamples < 1):
         raise ValueError(f"n_resamples must be an integer >= 1, got {n_resamples!r}")
     check_p(p)
-    if combine not in COMBINES:
-        raise ValueError(f"combine must be one of {COMBINES}, got {combine!r}")
+    check_option("combine", combine, COMBINES)
 
 
 def calibration_test(scores, labels, method: str = "kuiper", *, evaluator=None,

@@ -1,8 +1,9 @@
-"""Every candidate evaluator fitted and scored in one world (docs/methods/14-chooser.md §14.2).
+"""Every candidate evaluator fitted and scored in the worlds (docs/methods/14-chooser.md §14.2).
 
-:func:`world_losses` is the unit of work of :func:`fitontest.inference.choose.choose_tasks`
-(run world by world, or over processes with joblib): each candidate's
-|CE error|, CMEE, 1 - Spearman and signed CE error in world ``w``.
+:func:`world_losses` is the unit of work of :func:`fitontest.inference.choose.choose_tasks`:
+each candidate's |CE error|, CMEE, 1 - Spearman and signed CE error in world
+``w``; :func:`all_world_losses` runs it over every world (one by one, or over
+processes with joblib).
 """
 from __future__ import annotations
 
@@ -101,6 +102,32 @@ class Progress:
             sys.stderr.flush()
 
 
+def all_world_losses(tasks: list[tuple[np.ndarray, np.ndarray]], names: Sequence[str], p: int,
+                     ranking: bool, seed, n_jobs: int = 1, progress: bool = False
+                     ) -> np.ndarray:
+    """(W, 4, E) :func:`world_losses` of every world, in order: world by world or
+    over ``n_jobs`` processes (joblib), with a :class:`Progress` bar when
+    ``progress``; ``tasks``: (user scores, (W, n) world maps at them) per task."""
+    n_worlds = int(tasks[0][1].shape[0])
+    seq = [seed]
+    bar = Progress(n_worlds, progress)
+
+    def args(w):
+        return w, [(s, maps[w]) for s, maps in tasks], names, p, ranking, seq
+
+    rows = []
+    if n_jobs == 1:
+        for w in range(n_worlds):
+            rows.append(world_losses(*args(w)))
+            bar.step()
+    else:
+        from joblib import Parallel, delayed
+
+        for r in Parallel(n_jobs=n_jobs, return_as="generator")(
+                delayed(world_losses)(*args(w)) for w in range(n_worlds)):
+            rows.append(r)
+            bar.step()
+    return np.stack(rows)
 
 
-__all__ = ["RANK_TEMPERATURES", "world_losses", "fit_used", "Progress"]
+__all__ = ["RANK_TEMPERATURES", "world_losses", "all_world_losses", "fit_used", "Progress"]

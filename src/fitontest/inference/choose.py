@@ -61,7 +61,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .candidates import RANK_TEMPERATURES, Progress, fit_used, world_losses
+from fitontest.core.validation import check_option
+
+from .candidates import RANK_TEMPERATURES, all_world_losses, fit_used, world_losses
 
 CRITERIA = ("ce", "map", "ranking")
 
@@ -126,7 +128,7 @@ class EvaluatorScore:
 class EvaluatorChoice:
     """What :func:`choose_evaluator` returns: the recommended ``evaluator``,
     every candidate's ``scores`` (best first under ``criterion``), the
-    recommended one's :class:`~fitontest.api.EvaluationResult` on the data
+    recommended one's :class:`~fitontest.EvaluationResult` on the data
     (``result``), its used ``estimate`` (debiased where the family has one:
     evaluate's value) and ``interval`` (one task only; the recommended
     evaluator's, around ``estimate``), and the generators whose maps made the
@@ -217,8 +219,8 @@ class EvaluatorChoice:
                 + (f", interval [{iv.lo:.6f}, {iv.hi:.6f}] ({iv.level:g})"
                    if iv and self.criterion != "ce" else "")
                 + f"; worlds from {', '.join(self.generators) or '-'}")
-        rows = [("evaluator", "CE error", "± SE", "bias", "adjusted", "± SE", "CMEE", "± SE",
-                 "1-Spearman", "± SE", "")]
+        rows: list[tuple[str, ...]] = [("evaluator", "CE error", "± SE", "bias", "adjusted",
+                                        "± SE", "CMEE", "± SE", "1-Spearman", "± SE", "")]
         for r in self.scores:
             rows.append((r.evaluator, *(f"{v:.5f}" if np.isfinite(v) else "-" for v in (
                 r.ce_error, r.ce_error_se, r.bias)),
@@ -264,8 +266,7 @@ def _coverage_word(iv) -> str:
 
 # --------------------------------------------------------------------- public
 def check_settings(criterion, p, n_worlds, level) -> None:
-    if criterion not in CRITERIA:
-        raise ValueError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
+    check_option("criterion", criterion, CRITERIA)
     if isinstance(p, bool) or p not in (1, 2):
         raise ValueError(f"p must be 1 or 2 for choose_evaluator, got {p!r}")
     if isinstance(n_worlds, bool) or not isinstance(n_worlds, (int, np.integer)) \
@@ -318,28 +319,9 @@ def choose_tasks(task_list: list[tuple[np.ndarray, np.ndarray]], names: Sequence
         raise ValueError("no candidate evaluator can be fitted on these data")
     per_task = [plausible_maps(s, y, int(n_worlds), [seed, 1, k])
                 for k, (s, y) in enumerate(task_list)]
-    seq = [seed]
-    ranking = criterion == "ranking"
-    bar = Progress(int(n_worlds), sys.stderr.isatty() if progress is None else progress)
-
-    def args(w):
-        return (w, [(s, maps[w]) for (s, _), (maps, _, _) in zip(task_list, per_task)],
-                fitted, p, ranking, seq)
-
-    if n_jobs == 1:
-        rows = []
-        for w in range(int(n_worlds)):
-            rows.append(world_losses(*args(w)))
-            bar.step()
-    else:
-        from joblib import Parallel, delayed
-
-        rows = []
-        for r in Parallel(n_jobs=n_jobs, return_as="generator")(
-                delayed(world_losses)(*args(w)) for w in range(int(n_worlds))):
-            rows.append(r)
-            bar.step()
-    losses = np.stack(rows)                                   # (W, 4, E + fallback)
+    losses = all_world_losses([(s, maps) for (s, _), (maps, _, _) in zip(task_list, per_task)],
+                              fitted, p, criterion == "ranking", seed, n_jobs,
+                              sys.stderr.isatty() if progress is None else progress)
     scores, adjusted = _scores(losses[:, :, :len(names)], names, CRITERIA.index(criterion),
                                alpha, debias)
     best = scores[0].evaluator
@@ -440,54 +422,24 @@ def recommended_interval(choice: EvaluatorChoice, s: np.ndarray, y: np.ndarray,
                    validity_note=v.why)
 
 
-def _adjusted_signed(signed: np.ndarray, debias: bool):
-    """((W, E) signed CE errors, each corrected by the bias of the *other* worlds
-    (leave-one-out: the correction's own noise stays in the loss) where the
-    candidate's bias exceeds :data:`DEBIAS_SD` world SDs, (E,) corrected flags)."""
-    W = signed.shape[0]
-    bias, sd = np.nanmean(signed, axis=0), np.nanstd(signed, axis=0, ddof=1)
-    on = debias & (np.abs(bias) > DEBIAS_SD * sd)
-    loo = (np.nansum(signed, axis=0)[None, :] - signed) / max(W - 1, 1)
-    return signed - np.where(on[None, :], loo, 0.0), on
-
-
 def _scores(losses: np.ndarray, names: list[str], c: int, alpha: float,
             debias: bool = True):
-    """(scores, (W, E) adjusted signed CE errors): per candidate the mean and
-    Monte Carlo SE of each loss over the worlds, its bias (mean signed CE
-    error), its adjusted CE error (corrected by that bias where clear) and the
-    "not significantly worse" flag under criterion ``c`` (``"ce"``: the adjusted
-    CE error, the raw one without ``debias``); best (lowest mean) first."""
-    import warnings
+    """(scores, (W, E) adjusted signed CE errors): each candidate's
+    :class:`EvaluatorScore` over the worlds (:func:`fitontest.inference.ranking.rank`),
+    best first under criterion ``c`` (``"ce"``: the CE error corrected by the bias
+    where it exceeds :data:`DEBIAS_SD` world SDs, the raw one without ``debias``)."""
+    from .ranking import rank
 
-    import pandas as pd
-
-    from .stats import significance_markers
-
-    adjusted, on = _adjusted_signed(losses[:, 3, :], debias)
-    full = np.concatenate([losses, np.abs(adjusted)[:, None, :]], axis=1)    # (W, 5, E)
-    with warnings.catch_warnings():         # all-NaN columns (no map): NaN, silently
-        warnings.simplefilter("ignore", RuntimeWarning)
-        mean = np.nanmean(full, axis=0)
-        se = np.nanstd(full, axis=0, ddof=1) / np.sqrt(np.maximum(
-            np.isfinite(full).sum(axis=0), 1))
-    row = 4 if c == 0 and debias else c
-    crit = full[:, row, :]
-    # a candidate undefined in some world (no map; could not be fitted) is not ranked
-    # on this criterion: NaN mean
-    usable = np.isfinite(crit).all(axis=0)
-    key = np.where(usable, mean[row], np.inf)
-    if not usable.any():
-        raise ValueError(f"no candidate has a {CRITERIA[c]!r} loss in every world "
-                         "(criterion 'map' needs evaluators with a map)")
-    tied = significance_markers(pd.DataFrame(np.where(usable, crit, np.nan), columns=names),
-                                alpha=alpha).to_numpy() & usable
-    order = sorted(range(len(names)), key=lambda j: (key[j], names[j]))
-    return [EvaluatorScore(names[j], *map(float, (mean[0, j], se[0, j], mean[1, j], se[1, j],
-                                                  mean[2, j], se[2, j])), bool(tied[j]),
-                           *map(float, (mean[3, j], se[3, j], mean[4, j], se[4, j])),
-                           bool(on[j]))
-            for j in order], adjusted
+    r = rank(losses, names, 4 if c == 0 and debias else c, alpha, debias, DEBIAS_SD,
+             CRITERIA[c])
+    mean, se = r.mean, r.se
+    return [EvaluatorScore(names[j], ce_error=float(mean[0, j]), ce_error_se=float(se[0, j]),
+                           cmee=float(mean[1, j]), cmee_se=float(se[1, j]),
+                           ranking=float(mean[2, j]), ranking_se=float(se[2, j]),
+                           tied=bool(r.tied[j]), bias=float(mean[3, j]),
+                           bias_se=float(se[3, j]), adjusted_error=float(mean[4, j]),
+                           adjusted_error_se=float(se[4, j]), corrected=bool(r.corrected[j]))
+            for j in r.order], r.adjusted
 
 
 __all__ = ["choose_tasks", "candidate_names", "check_settings", "fallback_test",

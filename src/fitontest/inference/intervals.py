@@ -67,7 +67,7 @@ from sklearn.base import clone
 from .. import families
 from ..families.base import estimates, resample_chunks, used_estimates
 from fitontest.metrics import check_p, debiased_bin_terms
-from fitontest.core.validation import check_binary
+from fitontest.core.validation import check_binary, check_option
 # the worlds of "inverted" (reference map, scaled gaps, label redraws) are one
 # module with the evaluator chooser's (docs/methods/14-chooser.md §14)
 from .worlds import largest_ce, reference_gap, world_replicates, world_reps
@@ -134,8 +134,7 @@ def _check_settings(level, n_boot, method, p) -> None:
         raise ValueError(f"level must be a number in (0, 1), got {level!r}")
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 1:
         raise ValueError(f"n_boot must be an integer >= 1, got {n_boot!r}")
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    check_option("method", method, METHODS)
     check_p(p)
 
 

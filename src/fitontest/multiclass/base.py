@@ -22,6 +22,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 from threadpoolctl import threadpool_limits
 
+from fitontest.core import validation
 from fitontest.core.validation import _first_bad, check_fit_size
 
 #: rows per chunk in :meth:`MultiClassCalibrator.predict_proba` (bounds the
@@ -30,21 +31,13 @@ CHUNK_ROWS = 1 << 17
 
 
 # --------------------------------------------------------------------------- checks
-def _numeric(a: np.ndarray, name: str) -> None:
-    if a.dtype == object or a.dtype == bool or not np.issubdtype(a.dtype, np.number):
-        raise ValueError(f"{name} must be a numeric array, got dtype {a.dtype}")
-    if np.iscomplexobj(a):
-        raise ValueError(f"{name} must be real, got dtype {a.dtype}")
-
-
 def check_logits(logits, name: str = "logits", n_classes: int | None = None) -> np.ndarray:
     """2-D (n, K) array of finite real values, K >= 2.
 
     The dtype is kept (float32 logits are not copied here; callers convert
     chunks to float64). ``n_classes`` checks K against the fitted K.
     """
-    z = np.asarray(logits)
-    _numeric(z, name)
+    z = validation.check_array_real(logits, name)
     if z.ndim != 2:
         raise ValueError(f"{name} must be a 2-D (n_samples, n_classes) array, got shape {z.shape}")
     if z.shape[1] < 2:
@@ -69,8 +62,7 @@ def check_class_labels(labels, n_classes: int, name: str = "labels") -> np.ndarr
     Integer dtypes and integral-valued floats are accepted; booleans are not
     (a class index is not a truth value).
     """
-    y = np.asarray(labels)
-    _numeric(y, name)
+    y = validation.check_array_real(labels, name)
     if y.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {y.shape}")
     if not np.issubdtype(y.dtype, np.integer):

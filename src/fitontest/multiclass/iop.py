@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from fitontest.core.validation import check_option
 from fitontest.core.extras import require
 from fitontest.core.runtime import torch_threads
 from . import register
@@ -105,8 +106,7 @@ class IntraOrderPreserving(MultiClassCalibrator):
         return torch.cat([torch.zeros_like(s[:, :1]), -torch.cumsum(inc, dim=1)], dim=1)
 
     def _check_params(self, k: int) -> None:
-        if self.variant not in VARIANTS:
-            raise ValueError(f"variant must be one of {VARIANTS}, got {self.variant!r}")
+        check_option("variant", self.variant, VARIANTS)
         if not isinstance(self.hidden, (int, np.integer)) or self.hidden < 1:
             raise ValueError(f"hidden must be a positive integer, got {self.hidden!r}")
         if not np.isfinite(self.alpha) or self.alpha < 0:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.validation import check_option
 from ..core.selection import complexity_rule, kfold_indices
 from . import register
 from .base import (MultiClassCalibrator, log_softmax, mean_nll, minimize_newton,
@@ -78,15 +79,13 @@ class _MatrixCalibrator(MultiClassCalibrator):
 
     # --- machinery --------------------------------------------------------------
     def _features(self, z: np.ndarray) -> np.ndarray:
-        if self.input not in INPUTS:
-            raise ValueError(f"input must be one of {INPUTS}, got {self.input!r}")
+        check_option("input", self.input, INPUTS)
         return z if self.input == "logits" else log_softmax(z)
 
     def _check_common(self) -> None:
         if not isinstance(self.n_folds, (int, np.integer)) or self.n_folds < 2:
             raise ValueError(f"n_folds must be an integer >= 2, got {self.n_folds!r}")
-        if self.input not in INPUTS:
-            raise ValueError(f"input must be one of {INPUTS}, got {self.input!r}")
+        check_option("input", self.input, INPUTS)
 
     def _n_folds_needed(self):
         self._check_common()

@@ -25,6 +25,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from scipy import stats as sps
 
+from fitontest.core.validation import check_option
+
 KINDS = ("relative", "absolute")
 
 
@@ -34,8 +36,7 @@ class Margin:
     value: float
 
     def __post_init__(self):
-        if self.kind not in KINDS:
-            raise ValueError(f"margin kind must be one of {KINDS}, got {self.kind!r}")
+        check_option("margin kind", self.kind, KINDS)
         if not np.isfinite(self.value) or not 0 < self.value < (2 if self.kind == "relative"
                                                                  else np.inf):
             raise ValueError(f"a {self.kind} margin must be positive"

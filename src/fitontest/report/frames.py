@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from fitontest.study.schema import SCORE_DESIGN
-from fitontest.study.tasks import CONFIDENCE
+from fitontest.tasks import CONFIDENCE
 
 #: the in-memory column of a frame asking for a scope (:func:`.policy.with_scope`)
 SCOPE = "scope"

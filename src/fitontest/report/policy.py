@@ -39,6 +39,7 @@ from typing import Iterable
 
 import pandas as pd
 
+from fitontest.core.validation import check_option
 from fitontest.study.schema import CALIBRATOR_DRAW, SCORE_DESIGN, with_network
 
 from .frames import SCOPE
@@ -154,8 +155,7 @@ def with_scope(frame: pd.DataFrame | None, scope: str = SCOPES[0]) -> pd.DataFra
     ``scope`` (config ``report.scope``): ``architectures`` (claims about the
     architectures: the networks are the independent clusters) or
     ``networks`` (claims about these networks)."""
-    if scope not in SCOPES:
-        raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
+    check_option("scope", scope, SCOPES)
     if frame is None or frame.empty:
         return frame
     return with_network(frame).assign(**{SCOPE: scope})

@@ -37,7 +37,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from fitontest.study.tasks import CONFIDENCE
+from fitontest.tasks import CONFIDENCE
 from . import coverage
 from .aggregate import aggregate, aggregate_units
 from .frames import (TASK_WORDS, order, resolve_ranked_calibrators,

@@ -40,10 +40,12 @@ import pandas as pd
 
 from fitontest import multiclass
 from fitontest.data.split import name_seed
-from . import tasks as task_lib
+
+from .. import tasks as task_lib
 from . import truth as truth_lib
 from .experiment import calibrator_rows, family_params, fit_family
 from .schema import CALIBRATOR_COLUMNS, CALIBRATOR_DRAW
+from .tasks import event_posterior
 
 #: salt of the draws' permutation (distinct from the test subsets')
 DRAW_SALT = 4321
@@ -113,7 +115,7 @@ def calibrated_scores(fit: Mapping[str, np.ndarray], apply: Mapping[str, np.ndar
             s_ev, y_ev = task_lib.reduce(spec, p_ev, ev_y)
             out[(task, name)] = {"holdout_scores": s_ev, "holdout_labels": y_ev}
             if ev_post is not None:
-                out[(task, name)]["holdout_posterior"] = task_lib.event_posterior(
+                out[(task, name)]["holdout_posterior"] = event_posterior(
                     spec, p_ev, ev_post)
             if name == "none":
                 fit_scores[task] = task_lib.reduce(spec, p_fit, fit_y)

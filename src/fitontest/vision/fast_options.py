@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Mapping
 
+from fitontest.core.validation import check_option
+
 __all__ = ["FastOptions", "fast_options", "check_setting", "PATHS", "AUTO",
            "COMPILE_MODES", "CUDAGRAPH_MODES", "PRECISIONS"]
 
@@ -73,9 +75,7 @@ def fast_options(value: Any = None) -> FastOptions:
     if not isinstance(fields["compile_backend"], str) or not fields["compile_backend"]:
         raise ValueError("fast option compile_backend must be a backend name, "
                          f"got {fields['compile_backend']!r}")
-    if fields["precision"] not in PRECISIONS:
-        raise ValueError(f"fast option precision must be one of {PRECISIONS}, "
-                         f"got {fields['precision']!r}")
+    check_option("fast option precision", fields["precision"], PRECISIONS)
     if fields["cuda_graph"] and fields["compile"] in CUDAGRAPH_MODES:
         raise ValueError(f"compile mode {fields['compile']!r} records CUDA graphs itself; with "
                          "cuda_graph use compile 'default' or 'max-autotune-no-cudagraphs'")

@@ -90,7 +90,7 @@ def check_plot_path(path) -> Path:
 
 def _plot(probs, y, results, mode: str, path: Path) -> None:
     from fitontest.report.figures.smooth import smooth_reliability_diagram
-    from fitontest.study import tasks
+    from fitontest import tasks
 
     if mode == "confidence" or not results[0].per_class:
         s, yb = tasks.confidence(probs, y)

@@ -32,7 +32,7 @@ import numpy as np
 
 from ...core.selection import complexity_rule, kfold_indices
 from fitontest.core.extras import require
-from fitontest.core.validation import logit
+from fitontest.core.validation import check_option, logit
 from .. import CalibrationFamily, register
 from .maps import evaluate_map
 
@@ -124,12 +124,9 @@ class PiecewiseLinearFamily(CalibrationFamily):
         return self.n_folds if self.selection == "cv" else None
 
     def _check_params(self) -> None:
-        if self.space not in _SPACES:
-            raise ValueError(f"space must be one of {_SPACES}, got {self.space!r}")
-        if self.loss not in _LOSSES:
-            raise ValueError(f"loss must be one of {_LOSSES}, got {self.loss!r}")
-        if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+        check_option("space", self.space, _SPACES)
+        check_option("loss", self.loss, _LOSSES)
+        check_option("optimizer", self.optimizer, OPTIMIZERS)
         if self.selection not in ("cv", "sweep"):
             raise ValueError(f"selection must be 'cv' or 'sweep', got {self.selection!r}")
         if not isinstance(self.n_folds, (int, np.integer)) or self.n_folds < 2:
@@ -150,8 +147,7 @@ class PiecewiseLinearFamily(CalibrationFamily):
         require("fast", "the PL / PL3 family (pl_ce, pl_mse, pl3_ce, pl3_mse)")
         from .trainer import BACKENDS
 
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        check_option("backend", self.backend, BACKENDS)
         if self.n_threads is not None and (not isinstance(self.n_threads, (int, np.integer))
                                            or self.n_threads < 1):
             raise ValueError(f"n_threads must be None or an integer >= 1, got {self.n_threads!r}")

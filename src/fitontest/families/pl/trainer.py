@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fitontest.core.runtime import device_type, resolve_device
-from fitontest.core.validation import logit
+from fitontest.core.validation import check_option, logit
 from . import algorithm as alg
 from .maps import evaluate_map
 
@@ -30,8 +30,7 @@ OPTIMIZERS = ("adam", "lbfgs")
 def resolve_backend(backend: str, device) -> str:
     """``"auto"``: numba on the CPU, torch on CUDA (``device``: a torch.device
     or its type)."""
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    check_option("backend", backend, BACKENDS)
     kind = device if isinstance(device, str) else device.type
     if kind != "cpu":
         if backend == "numba":
@@ -128,8 +127,7 @@ class BatchedTrainer:
                  patience: int = 20, seed: int = 0, device: str = "cpu",
                  n_threads: int | None = None, backend: str = "auto",
                  optimizer: str = "adam"):
-        if optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
+        check_option("optimizer", optimizer, OPTIMIZERS)
         if space not in alg.SPACES:
             raise ValueError(f"space must be 'prob' or 'logit', got {space!r}")
         if loss not in alg.LOSSES:

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from fitontest.core.io import atomic_path
-from fitontest.study.tasks import CONFIDENCE
+from fitontest.tasks import CONFIDENCE
 from ..frames import one_truth, order
 from .. import policy
 from ..policy import MAIN_TRUTH

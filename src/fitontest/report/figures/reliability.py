@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from matplotlib.patches import Polygon
 
-from fitontest.core.validation import check_binary
+from fitontest.core.validation import check_binary, check_option
 from fitontest.families.binning import SCHEMES, BinningFamily
 from .axes import new_ax
 
@@ -127,8 +127,7 @@ def reliability_diagram(scores, labels, n_bins: int = 15, scheme: str = "ew",
     level (:func:`draw_band`, docs/methods/11-tests-and-bands.md §11.9) and adds a legend; None
     draws none.
     """
-    if style not in STYLES:
-        raise ValueError(f"style must be one of {STYLES}, got {style!r}")
+    check_option("style", style, STYLES)
     g = diagonal_filling_geometry(scores, labels, n_bins, scheme)
     ax = new_ax(ax)
     nz = g.counts > 0
