@@ -338,7 +338,11 @@ def test_paper_config_scaled_down_runs_on_miniature_cifar5m(tmp_path):
         "calibrators={multiclass: [none, temps], binary: [isotonic]}",
         "evaluation={calibrators: [temps, isotonic], sizes: [300, 600], seeds: [0], "
         "evaluators: [ece_es15, isotonic]}",
-        "report={figures: none}", timeout=900)
+        "report={figures: none}",
+        # the methods of a network in one job (paper.yaml has a job per method, its DAG
+        # is test_paper_config_dry_run_on_miniature_cifar5m's; that batching changes
+        # no result is test_batch_sizes_change_the_jobs_not_the_results'): 24 jobs, not 39
+        "batch={evaluators: 16, calibrators: 8}", timeout=900)
     assert out.returncode == 0, (out.stdout[-3000:], out.stderr[-5000:])
     res = tmp_path / "results" / "mini"
     split = __import__("json").loads((res / "data/split.json").read_text())
@@ -386,15 +390,36 @@ def test_tiny_run_synthetic_intervals_of_every_listed_family(tiny_run):
 def test_batch_sizes_change_the_jobs_not_the_results(tiny_run, tmp_path):
     """The tiny study with a job per method (batch 1) against the tiny run, whose
     methods share jobs: the same tables, calibrator rows and score rows, byte
-    for byte and in the same order (fit_seconds aside: a timing)."""
+    for byte and in the same order (fit_seconds aside: a timing).
+
+    The batch-1 run starts from a copy of the tiny run's split, networks and
+    logits (no batch setting reaches those stages); every file the batched
+    stages write, and every file compared below, is removed first, so that all
+    of it is computed anew by the batch-1 jobs."""
     cfg = tiny_config()
     cfg["batch"] = {"evaluators": 1, "calibrators": 1}
-    out = run_snakemake(tmp_path, "--cores", "2", config=cfg, timeout=900)
+    work = tmp_path / "w"
+    shutil.copytree(tiny_run.parents[1], work, symlinks=True)
+    single = work / "results" / "tiny"
+    kept = {"data", "models", "logits"}
+    for path in single.iterdir():
+        if path.name not in kept:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    compared = ["scores.parquet", "synthetic_scores.parquet", "calibrators.parquet", "tables",
+                "findings.csv"]
+    out = run_snakemake(work, "--cores", "2", *(f"results/tiny/{name}" for name in compared),
+                        config=cfg, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     counts = job_counts(out.stdout + out.stderr)
-    assert counts["evaluate"] == 2 * len(cfg["evaluation"]["evaluators"])   # two networks
-    single = tmp_path / "results" / "tiny"
-    for name in ("scores.parquet", "synthetic_scores.parquet", "calibrators.parquet"):
+    # a job per method; the reused stages did not run again
+    n_net = 2
+    assert counts["evaluate"] == n_net * len(cfg["evaluation"]["evaluators"])
+    assert counts["calibrate_binary"] == n_net * len(cfg["calibrators"]["binary"])
+    assert counts["calibrate_multiclass"] == n_net * len(cfg["calibrators"]["multiclass"])
+    syn = cfg["synthetic"]
+    assert counts["synthetic_evaluate"] == len(syn["shapes"]) * len(syn["evaluators"])
+    assert not {"split", "train", "export_logits"} & set(counts), counts
+    for name in compared[:3]:
         a, b = pd.read_parquet(tiny_run / name), pd.read_parquet(single / name)
         pd.testing.assert_frame_equal(a.drop(columns="fit_seconds", errors="ignore"),
                                       b.drop(columns="fit_seconds", errors="ignore"),
