@@ -48,6 +48,9 @@ def tiny_config() -> dict:
     with an interval for the peers' own intervals to fill."""
     cfg = bench_config()
     cfg["exp"] = "league"
+    # one subset size: the league's fifteen evaluators fit every subset, and what is
+    # checked (finished batches kept, every evaluator's values) needs no second size
+    cfg["evaluation"]["sizes"] = [300]
     cfg["evaluation"]["evaluators"].append("smece")
     cfg["evaluation"]["interval"] = {"level": 0.9, "method": "auto", "n_boot": 40}
     cfg["synthetic"]["interval"] = {"n_boot": 40}
