@@ -41,7 +41,7 @@ from pathlib import Path
 #: the README's test command, after ``python -m pytest``
 README_ARGS = ["-n", "auto", "--dist", "loadfile"]
 #: a --durations line: "12.34s call     tests/test_x.py::test_y[param]"
-DURATION = re.compile(r"^(\d+(?:\.\d+)?)s (setup|call|teardown)\s+(\S+?\.py)::", re.M)
+DURATION = re.compile(r"^(\d+(?:\.\d+)?)s (setup|call|teardown)\s+(\S+?\.py)::", re.MULTILINE)
 #: pytest's summary: "== 1023 passed, 12 skipped, 40 deselected in 301.2s =="
 COUNT = re.compile(r"(\d+) (passed|skipped|failed|errors?|deselected|xfailed|xpassed)")
 
@@ -88,8 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     cmd = [args.python, "-m", "pytest", *(args.extra or README_ARGS), "-p", "no:cacheprovider",
            "--durations=0", "--durations-min=0"]
     cpu0, t0 = children_cpu(), time.perf_counter()
-    proc = subprocess.run(cmd, cwd=workdir, env=env, text=True, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT)
+    proc = subprocess.run(cmd, check=False, cwd=workdir, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     wall, cpu = time.perf_counter() - t0, children_cpu() - cpu0
     if args.log:
         args.log.write_text(proc.stdout)
