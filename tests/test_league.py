@@ -59,6 +59,11 @@ def tiny_config() -> dict:
     return cfg
 
 
+# slow: two study runs, the league's fifteen evaluators fitted (60 s alone); the
+# default set keeps the switch (above), the peers' families (test_peers.py,
+# test_experiment.py) and the league's late batch on a finished run, dry
+# (test_workflow.py's test_a_league_run_on_a_finished_run_adds_only_its_batch)
+@pytest.mark.slow
 @pytest.mark.workflow
 def test_a_league_run_adds_its_evaluators_to_a_finished_run(tmp_path):
     for package in ("probmetrics", "catboost", "calibration", "relplot", "netcal",

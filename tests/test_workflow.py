@@ -340,3 +340,56 @@ def test_rerun_incomplete_after_a_killed_batch_reruns_only_it(tiny_run, tmp_path
     assert counts.pop("evaluate") == 1
     assert set(counts) == {"collect_scores", "tables", "figures", "findings", "all"}, counts
 
+
+
+def test_bench_ranks_a_user_module_on_a_finished_run(tiny_run, tmp_path):
+    """`fitontest bench` in a copy of the finished tiny study: only the user module's
+    jobs (one per network, one per synthetic shape) and the collections run, and its
+    line ranks it among the study's evaluators with the table's cell. (From an empty
+    directory, the study run first: test_cli's slow bench test.)"""
+    from test_cli import USER_MODULE, run_cli
+
+    work = tmp_path / "w"
+    shutil.copytree(tiny_run.parents[1], work, symlinks=True)
+    (work / "my_evaluator.py").write_text(USER_MODULE)
+    out = run_cli("bench", "my_evaluator.py:Shrunk", "--configfile", "test-config.yaml",
+                  "--snakefile", REPO / "Snakefile", "--cores", "2", cwd=work, timeout=900)
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-5000:]
+    cfg = tiny_config()
+    assert job_counts(text) == {"evaluate": 2, "synthetic_evaluate": len(cfg["synthetic"]["shapes"]),
+                                "collect_scores": 1, "synthetic_collect": 1}, job_counts(text)
+    ev = cfg["evaluation"]
+    n = len(ev["evaluators"]) + len(ev["external_evaluators"]) + 1
+    assert re.search(rf"Shrunk: CMEE rank [1-{n}] of {n}, simultaneous rank bounds [1-{n}]"
+                     rf"(–[1-{n}])? \((supported|contradicted|equivalent|not distinguishable)"
+                     rf"[^)]*\); CE error rank [1-{n}] of {n}", out.stdout), out.stdout[-2000:]
+    scores = pd.read_parquet(work / "results/tiny/scores.parquet")
+    mine = scores[(scores.evaluator == "Shrunk") & (scores.truth == cfg["truth"][0])]
+    assert len(mine) == 2 * len(cfg["tasks"]) * len(ev["calibrators"]) * len(ev["sizes"])
+    table = out.stdout.split("pseudo-real study")[1]
+    row = next(line for line in table.splitlines() if line.startswith("Shrunk"))
+    assert float(row.split()[1]) == pytest.approx(mine.cmee.mean(), abs=1e-5)
+
+
+def test_a_league_run_on_a_finished_run_adds_only_its_batch(tiny_run, tmp_path):
+    """``league: true`` on the finished tiny study, dry: its batches are up to date, so
+    only the league's late batch (per network, and the synthetic one) and the
+    collections would run. (The league run itself: test_league's slow test.)"""
+    for package in ("probmetrics", "catboost", "calibration", "relplot", "netcal",
+                    "torchmetrics", "venn_abers", "probcal", "numba"):
+        pytest.importorskip(package)
+    work = tmp_path / "w"
+    shutil.copytree(tiny_run.parents[1], work, symlinks=True)
+    cfg = {**tiny_config(), "league": True}
+    keep = ["--rerun-triggers", "mtime", "input", "software-env", "code"]
+    dry = run_snakemake(work, "-n", "--cores", "2", *keep, config=cfg)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    rules = {}
+    for line in (dry.stdout + dry.stderr).splitlines():
+        m = re.match(r"^(\w+)\s+(\d+)$", line.strip())
+        if m and m.group(1) != "total":
+            rules[m.group(1)] = int(m.group(2))
+    assert {k: v for k, v in rules.items() if "evaluate" in k} == {
+        "evaluate_batch2": 2, "synthetic_evaluate_batch2": 1}, rules
+    assert not {"split", "train", "export_logits", "truth", "calibrate_binary"} & set(rules)
