@@ -357,7 +357,8 @@ def test_bench_ranks_a_user_module_on_a_finished_run(tiny_run, tmp_path):
     text = out.stdout + out.stderr
     assert out.returncode == 0, text[-5000:]
     cfg = tiny_config()
-    assert job_counts(text) == {"evaluate": 2, "synthetic_evaluate": len(cfg["synthetic"]["shapes"]),
+    n_shapes = len(cfg["synthetic"]["shapes"])
+    assert job_counts(text) == {"evaluate": 2, "synthetic_evaluate": n_shapes,
                                 "collect_scores": 1, "synthetic_collect": 1}, job_counts(text)
     ev = cfg["evaluation"]
     n = len(ev["evaluators"]) + len(ev["external_evaluators"]) + 1
