@@ -259,10 +259,21 @@ def test_tiny_run_synthetic_intervals_of_every_listed_family(tiny_run):
         assert (rows.ce_lo <= rows.ce_hi).all() and (rows.ci_level == 0.9).all(), ev
 
 
-def test_batch_sizes_change_the_jobs_not_the_results(tiny_run, tmp_path):
+def _npz_equal(a, b) -> bool:
+    """Two npz files hold the same arrays (their zip entries carry the write time)."""
+    with np.load(a) as x, np.load(b) as y:
+        return x.files == y.files and all(np.array_equal(x[k], y[k]) for k in x.files)
+
+
+@pytest.mark.parametrize("scope", ["one network", pytest.param("whole study",
+                                                                marks=pytest.mark.slow)])
+def test_batch_sizes_change_the_jobs_not_the_results(tiny_run, tmp_path, scope):
     """The tiny study with a job per method (batch 1) against the tiny run, whose
-    methods share jobs: the same tables, calibrator rows and score rows, byte
-    for byte and in the same order (fit_seconds aside: a timing).
+    methods share jobs. One network (the default set): each method's own files
+    (calibrated scores, truths, score rows, the synthetic rows), the same arrays
+    and rows in the same order (fit_seconds aside: a timing). The whole study (the
+    slow set): the same tables, calibrator rows and score rows, byte for byte and
+    in the same order.
 
     The batch-1 run starts from a copy of the tiny run's split, networks and
     logits (no batch setting reaches those stages); every file the batched
@@ -277,31 +288,44 @@ def test_batch_sizes_change_the_jobs_not_the_results(tiny_run, tmp_path):
     for path in single.iterdir():
         if path.name not in kept:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
-    compared = ["scores.parquet", "synthetic_scores.parquet", "calibrators.parquet", "tables",
-                "findings.csv"]
-    out = run_snakemake(work, "--cores", "2", *(f"results/tiny/{name}" for name in compared),
+    ev, syn = cfg["evaluation"], cfg["synthetic"]
+    calibrators = list(dict.fromkeys(["none", *cfg["calibrators"]["multiclass"],
+                                      *cfg["calibrators"]["binary"]]))
+    if scope == "one network":
+        arrays = [f"{stage}/net/{t}/{c}.npz" for stage in ("calibrated", "truth")
+                  for t in cfg["tasks"] for c in calibrators]
+        frames = ([f"scores/net/{e}.parquet" for e in ev["evaluators"]]
+                  + [f"synthetic/{s}/{e}.parquet" for s in syn["shapes"]
+                     for e in syn["evaluators"]])
+        files, n_net = [], 1
+    else:
+        arrays, files, n_net = [], ["tables", "findings.csv"], 2
+        frames = ["scores.parquet", "synthetic_scores.parquet", "calibrators.parquet"]
+    out = run_snakemake(work, "--cores", "2",
+                        *(f"results/tiny/{name}" for name in arrays + frames + files),
                         config=cfg, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     counts = job_counts(out.stdout + out.stderr)
     # a job per method; the reused stages did not run again
-    n_net = 2
-    assert counts["evaluate"] == n_net * len(cfg["evaluation"]["evaluators"])
+    assert counts["evaluate"] == n_net * len(ev["evaluators"])
     assert counts["calibrate_binary"] == n_net * len(cfg["calibrators"]["binary"])
     assert counts["calibrate_multiclass"] == n_net * len(cfg["calibrators"]["multiclass"])
-    syn = cfg["synthetic"]
     assert counts["synthetic_evaluate"] == len(syn["shapes"]) * len(syn["evaluators"])
     assert not {"split", "train", "export_logits"} & set(counts), counts
-    for name in compared[:3]:
+    for name in arrays:
+        assert _npz_equal(tiny_run / name, single / name), name
+    for name in frames:
         a, b = pd.read_parquet(tiny_run / name), pd.read_parquet(single / name)
         pd.testing.assert_frame_equal(a.drop(columns="fit_seconds", errors="ignore"),
                                       b.drop(columns="fit_seconds", errors="ignore"),
                                       check_exact=True)
-    tables = sorted(p.relative_to(single) for p in (single / "tables").rglob("*")
-                    if p.is_file() and p.suffix in (".csv", ".md", ".tex", ".html"))
-    assert tables
-    for rel in tables:
-        assert (tiny_run / rel).read_bytes() == (single / rel).read_bytes(), rel
-    assert (tiny_run / "findings.csv").read_bytes() == (single / "findings.csv").read_bytes()
+    if scope == "whole study":
+        tables = sorted(p.relative_to(single) for p in (single / "tables").rglob("*")
+                        if p.is_file() and p.suffix in (".csv", ".md", ".tex", ".html"))
+        assert tables
+        for rel in tables:
+            assert (tiny_run / rel).read_bytes() == (single / rel).read_bytes(), rel
+        assert (tiny_run / "findings.csv").read_bytes() == (single / "findings.csv").read_bytes()
 
 
 def test_rerun_incomplete_after_a_killed_batch_reruns_only_it(tiny_run, tmp_path):
