@@ -170,6 +170,10 @@ def job_counts(text: str) -> dict:
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", block, re.M)}
 
 
+# slow: the study run from an empty directory first (train, export, ...: 35 s alone);
+# bench on a finished study, the same ranking line, runs in the default set
+# (test_workflow.py's test_bench_ranks_a_user_module_on_a_finished_run)
+@pytest.mark.slow
 @pytest.mark.workflow
 def test_bench_ranks_a_user_module_reusing_finished_results(tmp_path):
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump(bench_config()))

@@ -97,6 +97,10 @@ def test_an_emulated_avx2_laptop_gives_the_same_bytes():
     assert _hashes({}) == _hashes(AVX2_LAPTOP)
 
 
+# slow (two probes of 15 CPU-s, the default run's costliest test outside the workflow):
+# a check of the test above's power on this host, not of the pins, which that test
+# checks in the default run
+@pytest.mark.slow
 @needs_v3
 @needs_avx512
 def test_without_the_pins_the_emulated_laptop_differs():

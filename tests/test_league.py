@@ -48,6 +48,9 @@ def tiny_config() -> dict:
     with an interval for the peers' own intervals to fill."""
     cfg = bench_config()
     cfg["exp"] = "league"
+    # one subset size: the league's fifteen evaluators fit every subset, and what is
+    # checked (finished batches kept, every evaluator's values) needs no second size
+    cfg["evaluation"]["sizes"] = [300]
     cfg["evaluation"]["evaluators"].append("smece")
     cfg["evaluation"]["interval"] = {"level": 0.9, "method": "auto", "n_boot": 40}
     cfg["synthetic"]["interval"] = {"n_boot": 40}
@@ -56,6 +59,11 @@ def tiny_config() -> dict:
     return cfg
 
 
+# slow: two study runs, the league's fifteen evaluators fitted (60 s alone); the
+# default set keeps the switch (above), the peers' families (test_peers.py,
+# test_experiment.py) and the league's late batch on a finished run, dry
+# (test_workflow.py's test_a_league_run_on_a_finished_run_adds_only_its_batch)
+@pytest.mark.slow
 @pytest.mark.workflow
 def test_a_league_run_adds_its_evaluators_to_a_finished_run(tmp_path):
     for package in ("probmetrics", "catboost", "calibration", "relplot", "netcal",

@@ -1,22 +1,17 @@
-"""The Snakemake DAG: dry runs of the shipped configs and a tiny real run."""
+"""A tiny real run of the Snakemake workflow and what reads it (the shipped configs'
+dry runs: test_workflow_configs.py)."""
 import re
 import shutil
 import subprocess
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO, load_config, run_snakemake, snakemake_cmd, write_mini_cifar5m
+from conftest import REPO, load_config, run_snakemake, snakemake_cmd
 
 pytestmark = pytest.mark.workflow
-
-STAGES = ["split", "train", "export_logits", "calibrate_multiclass", "calibrate_binary",
-          "truth", "evaluate", "collect_scores", "calibrator_metrics",
-          "tables", "figures", "findings", "synthetic_evaluate", "synthetic_collect"]
-
 
 def job_counts(stdout: str) -> dict[str, int]:
     """Stage -> job count from Snakemake's 'Job stats' table; a batched stage's
@@ -31,51 +26,6 @@ def job_counts(stdout: str) -> dict[str, int]:
         stage = re.sub(r"_batch\d+$", "", rule)
         counts[stage] = counts.get(stage, 0) + n
     return counts
-
-
-def test_default_config_dry_run_lists_every_stage(tmp_path):
-    out = run_snakemake(tmp_path, "-n", "--cores", "2", config=load_config())
-    assert out.returncode == 0, out.stderr[-3000:]
-    counts = job_counts(out.stdout + out.stderr)
-    missing = [s for s in STAGES if s not in counts]
-    assert not missing, f"stages without jobs: {missing}\n{out.stdout[-2000:]}"
-    cfg = load_config()
-    # every architecture once per training seed: three networks each
-    assert len(cfg["training"]["seeds"]) >= 3
-    n_arch = len(cfg["archs"]) * len(cfg["training"]["seeds"])
-    assert counts["train"] == n_arch
-    # batch.evaluators 16: per network one job for the 15 single-thread evaluators,
-    # one for PL and PL3; every calibrator of a kind in one job; the synthetic
-    # evaluators of every shape in one; both splits' logits and every truth of a network in one
-    assert cfg["batch"] == {"evaluators": 16, "calibrators": 8}
-    assert len(cfg["evaluation"]["evaluators"]) == 17
-    assert counts["evaluate"] == n_arch * 2
-    assert counts["calibrate_multiclass"] == counts["calibrate_binary"] == n_arch
-    assert len(cfg["synthetic"]["evaluators"]) <= 16 and counts["synthetic_evaluate"] == 1
-    assert counts["export_logits"] == counts["truth"] == n_arch
-
-
-def test_paper_config_dry_run_on_miniature_cifar5m(tmp_path):
-    """The README's command, from a directory that also holds the default config:
-    --configfile replaces the default, so none of its networks or tasks join."""
-    data = write_mini_cifar5m(tmp_path / "cifar5m", n_per_part=50)
-    shutil.copytree(REPO / "config", tmp_path / "config")
-    cfg = load_config("paper.yaml")
-    assert not set(cfg["archs"]) & set(load_config()["archs"])
-    out = run_snakemake(tmp_path, "-n", "--cores", "2", "--configfile", "config/paper.yaml",
-                        "--config", f"cifar5m_dir={data}")
-    assert out.returncode == 0, out.stderr[-3000:]
-    counts = job_counts(out.stdout + out.stderr)
-    n_arch, n_task = len(cfg["archs"]), len(cfg["tasks"])
-    n_mc = len(set(["none"] + cfg["calibrators"]["multiclass"]))
-    assert counts["split"] == 1
-    assert counts["train"] == n_arch
-    assert counts["export_logits"] == n_arch
-    assert counts["calibrate_multiclass"] == n_arch * n_mc
-    assert counts["calibrate_binary"] == n_arch * len(cfg["calibrators"]["binary"])
-    assert counts["truth"] == n_arch * n_task
-    assert counts["evaluate"] == n_arch * len(cfg["evaluation"]["evaluators"])
-    assert 100 <= sum(counts.values()) <= 5000
 
 
 def tiny_config() -> dict:
@@ -243,55 +193,6 @@ def test_tiny_run_benchmarks_every_job(tiny_run):
     assert table.loc["train", "cpu_s"] > 0
 
 
-@pytest.mark.parametrize("where", ["command line", "global profile"])
-def test_slurm_profile_dry_run_without_conda(tmp_path, where):
-    """The README's SLURM command, dry, on a machine without conda or SLURM:
-    the profile must not need either, and partition / account given as the
-    README says must reach every job alongside the profile's own resources."""
-    import os
-    import shutil
-
-    pytest.importorskip("snakemake_executor_plugin_slurm")
-    # PATH: the venv and a shell, no conda, no sinfo/sbatch/sacct
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    for tool in ("bash", "sh", "which", "env", "cat", "uname", "git"):
-        if shutil.which(tool):
-            (bindir / tool).symlink_to(shutil.which(tool))
-    env = dict(os.environ, PATH=f"{Path(snakemake_cmd()[0]).parent}:{bindir}")
-    cfg = tiny_config()
-    cfg["batch"] = {"evaluators": 1, "calibrators": 1}   # the profile names unbatched rules
-    path = tmp_path / "tiny.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    cmd = snakemake_cmd() + [
-        "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "-n",
-        "--workflow-profile", str(REPO / "workflow/profiles/slurm"),
-        "--configfile", str(path), "--config", "training={device: cpu}"]
-    if where == "command line":
-        cmd += ["--default-resources", "slurm_partition=short", "slurm_account=lab42"]
-    else:
-        profile = tmp_path / "global-profile"
-        profile.mkdir()
-        (profile / "config.yaml").write_text(
-            "default-resources:\n  slurm_partition: short\n  slurm_account: lab42\n")
-        env["SNAKEMAKE_PROFILE"] = str(profile)
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO, env=env)
-    text = out.stdout + out.stderr
-    assert out.returncode == 0, text[-4000:]
-    assert "conda" not in text.lower().replace("conda environments: ignored", "")
-    jobs = {m.group(1): m.group(2) for m in re.finditer(
-        r"rule (\w+):\n(?:.*\n)*?\s+resources: (.*)", text)}
-    assert {"train", "evaluate", "truth", "tables"} <= set(jobs), sorted(jobs)
-    for rule, res in jobs.items():
-        if rule == "all":
-            continue
-        assert "slurm_partition=short" in res and "slurm_account=lab42" in res, (rule, res)
-    # the profile's per-rule table is kept next to the command-line defaults
-    assert "runtime=1440" in jobs["train"] and "mem_mb=32000" in jobs["train"]
-    # training.device: cpu asks for no GPU
-    assert "gpu=0" in jobs["train"] and "no GPU requested (training.device: cpu)" in text
-
-
 def test_tiny_run_is_deterministic_in_its_split(tiny_run, tmp_path):
     """Re-running the split rule alone gives the same subsets; each task has its
     own (the independent design), and the scores record that design."""
@@ -323,31 +224,6 @@ def test_tiny_run_replicates_table2_over_validation_draws(tiny_run):
     assert (ci["n_units"] == 2).all()          # 2 networks, their 3 draws within each
     caption = (tiny_run / "tables" / "table2_ceac.md").read_text()
     assert "networks of these architectures trained by this recipe" in caption
-
-
-def test_paper_config_scaled_down_runs_on_miniature_cifar5m(tmp_path):
-    """The paper config, shrunk through --config overrides, really runs on CPU."""
-    data = write_mini_cifar5m(tmp_path / "cifar5m", n_per_part=400)
-    out = run_snakemake(
-        tmp_path, "--cores", "2", "--configfile", str(REPO / "config/paper.yaml"), "--config",
-        f"cifar5m_dir={data}", "exp=mini",
-        "split={n_train: 600, n_val: 400, n_holdout: 1200, seed: 0}",
-        # --config merges into paper.yaml's mappings: shrink its three networks
-        "archs={" + ", ".join(f"{a}: {{model: cnn_tiny, recipe: small, overrides: {{epochs: 1}}}}"
-                              for a in ("resnet110", "densenet40", "wrn32")) + "}",
-        "calibrators={multiclass: [none, temps], binary: [isotonic]}",
-        "evaluation={calibrators: [temps, isotonic], sizes: [300, 600], seeds: [0], "
-        "evaluators: [ece_es15, isotonic]}",
-        "report={figures: none}", timeout=900)
-    assert out.returncode == 0, (out.stdout[-3000:], out.stderr[-5000:])
-    res = tmp_path / "results" / "mini"
-    split = __import__("json").loads((res / "data/split.json").read_text())
-    assert split["meta"]["data_source"] == "cifar5m" and split["meta"]["n_images"] == 2400
-    scores = pd.read_parquet(res / "scores.parquet")
-    assert set(scores.arch) == {"resnet110", "densenet40", "wrn32"}
-    assert set(scores.evaluator) == {"ece_es15", "isotonic"}
-    assert set(scores.truth) == set(load_config("paper.yaml")["truth"])
-    assert (res / "tables" / "table3_cmee.md").exists()
 
 
 def test_tiny_run_findings_report_every_claim(tiny_run):
@@ -383,28 +259,73 @@ def test_tiny_run_synthetic_intervals_of_every_listed_family(tiny_run):
         assert (rows.ce_lo <= rows.ce_hi).all() and (rows.ci_level == 0.9).all(), ev
 
 
-def test_batch_sizes_change_the_jobs_not_the_results(tiny_run, tmp_path):
+def _npz_equal(a, b) -> bool:
+    """Two npz files hold the same arrays (their zip entries carry the write time)."""
+    with np.load(a) as x, np.load(b) as y:
+        return x.files == y.files and all(np.array_equal(x[k], y[k]) for k in x.files)
+
+
+@pytest.mark.parametrize("scope", ["one network", pytest.param("whole study",
+                                                                marks=pytest.mark.slow)])
+def test_batch_sizes_change_the_jobs_not_the_results(tiny_run, tmp_path, scope):
     """The tiny study with a job per method (batch 1) against the tiny run, whose
-    methods share jobs: the same tables, calibrator rows and score rows, byte
-    for byte and in the same order (fit_seconds aside: a timing)."""
+    methods share jobs. One network (the default set): each method's own files
+    (calibrated scores, truths, score rows, the synthetic rows), the same arrays
+    and rows in the same order (fit_seconds aside: a timing). The whole study (the
+    slow set): the same tables, calibrator rows and score rows, byte for byte and
+    in the same order.
+
+    The batch-1 run starts from a copy of the tiny run's split, networks and
+    logits (no batch setting reaches those stages); every file the batched
+    stages write, and every file compared below, is removed first, so that all
+    of it is computed anew by the batch-1 jobs."""
     cfg = tiny_config()
     cfg["batch"] = {"evaluators": 1, "calibrators": 1}
-    out = run_snakemake(tmp_path, "--cores", "2", config=cfg, timeout=900)
+    work = tmp_path / "w"
+    shutil.copytree(tiny_run.parents[1], work, symlinks=True)
+    single = work / "results" / "tiny"
+    kept = {"data", "models", "logits"}
+    for path in single.iterdir():
+        if path.name not in kept:
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    ev, syn = cfg["evaluation"], cfg["synthetic"]
+    calibrators = list(dict.fromkeys(["none", *cfg["calibrators"]["multiclass"],
+                                      *cfg["calibrators"]["binary"]]))
+    if scope == "one network":
+        arrays = [f"{stage}/net/{t}/{c}.npz" for stage in ("calibrated", "truth")
+                  for t in cfg["tasks"] for c in calibrators]
+        frames = ([f"scores/net/{e}.parquet" for e in ev["evaluators"]]
+                  + [f"synthetic/{s}/{e}.parquet" for s in syn["shapes"]
+                     for e in syn["evaluators"]])
+        files, n_net = [], 1
+    else:
+        arrays, files, n_net = [], ["tables", "findings.csv"], 2
+        frames = ["scores.parquet", "synthetic_scores.parquet", "calibrators.parquet"]
+    out = run_snakemake(work, "--cores", "2",
+                        *(f"results/tiny/{name}" for name in arrays + frames + files),
+                        config=cfg, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     counts = job_counts(out.stdout + out.stderr)
-    assert counts["evaluate"] == 2 * len(cfg["evaluation"]["evaluators"])   # two networks
-    single = tmp_path / "results" / "tiny"
-    for name in ("scores.parquet", "synthetic_scores.parquet", "calibrators.parquet"):
+    # a job per method; the reused stages did not run again
+    assert counts["evaluate"] == n_net * len(ev["evaluators"])
+    assert counts["calibrate_binary"] == n_net * len(cfg["calibrators"]["binary"])
+    assert counts["calibrate_multiclass"] == n_net * len(cfg["calibrators"]["multiclass"])
+    assert counts["synthetic_evaluate"] == len(syn["shapes"]) * len(syn["evaluators"])
+    assert not {"split", "train", "export_logits"} & set(counts), counts
+    for name in arrays:
+        assert _npz_equal(tiny_run / name, single / name), name
+    for name in frames:
         a, b = pd.read_parquet(tiny_run / name), pd.read_parquet(single / name)
         pd.testing.assert_frame_equal(a.drop(columns="fit_seconds", errors="ignore"),
                                       b.drop(columns="fit_seconds", errors="ignore"),
                                       check_exact=True)
-    tables = sorted(p.relative_to(single) for p in (single / "tables").rglob("*")
-                    if p.is_file() and p.suffix in (".csv", ".md", ".tex", ".html"))
-    assert tables
-    for rel in tables:
-        assert (tiny_run / rel).read_bytes() == (single / rel).read_bytes(), rel
-    assert (tiny_run / "findings.csv").read_bytes() == (single / "findings.csv").read_bytes()
+    if scope == "whole study":
+        tables = sorted(p.relative_to(single) for p in (single / "tables").rglob("*")
+                        if p.is_file() and p.suffix in (".csv", ".md", ".tex", ".html"))
+        assert tables
+        for rel in tables:
+            assert (tiny_run / rel).read_bytes() == (single / rel).read_bytes(), rel
+        assert (tiny_run / "findings.csv").read_bytes() == (single / "findings.csv").read_bytes()
 
 
 def test_rerun_incomplete_after_a_killed_batch_reruns_only_it(tiny_run, tmp_path):
@@ -444,9 +365,56 @@ def test_rerun_incomplete_after_a_killed_batch_reruns_only_it(tiny_run, tmp_path
     assert set(counts) == {"collect_scores", "tables", "figures", "findings", "all"}, counts
 
 
-def test_workflow_is_lint_clean(tmp_path):
-    """`snakemake --lint` finds nothing (the snakemake-workflow-template rules:
-    a log per rule, helpers in common.smk, no mixed rules and functions)."""
-    out = run_snakemake(tmp_path, "--lint", config=load_config())
+
+def test_bench_ranks_a_user_module_on_a_finished_run(tiny_run, tmp_path):
+    """`fitontest bench` in a copy of the finished tiny study: only the user module's
+    jobs (one per network, one per synthetic shape) and the collections run, and its
+    line ranks it among the study's evaluators with the table's cell. (From an empty
+    directory, the study run first: test_cli's slow bench test.)"""
+    from test_cli import USER_MODULE, run_cli
+
+    work = tmp_path / "w"
+    shutil.copytree(tiny_run.parents[1], work, symlinks=True)
+    (work / "my_evaluator.py").write_text(USER_MODULE)
+    out = run_cli("bench", "my_evaluator.py:Shrunk", "--configfile", "test-config.yaml",
+                  "--snakefile", REPO / "Snakefile", "--cores", "2", cwd=work, timeout=900)
     text = out.stdout + out.stderr
-    assert "Congratulations, your workflow is in a good condition!" in text, text[-3000:]
+    assert out.returncode == 0, text[-5000:]
+    cfg = tiny_config()
+    n_shapes = len(cfg["synthetic"]["shapes"])
+    assert job_counts(text) == {"evaluate": 2, "synthetic_evaluate": n_shapes,
+                                "collect_scores": 1, "synthetic_collect": 1}, job_counts(text)
+    ev = cfg["evaluation"]
+    n = len(ev["evaluators"]) + len(ev["external_evaluators"]) + 1
+    assert re.search(rf"Shrunk: CMEE rank [1-{n}] of {n}, simultaneous rank bounds [1-{n}]"
+                     rf"(–[1-{n}])? \((supported|contradicted|equivalent|not distinguishable)"
+                     rf"[^)]*\); CE error rank [1-{n}] of {n}", out.stdout), out.stdout[-2000:]
+    scores = pd.read_parquet(work / "results/tiny/scores.parquet")
+    mine = scores[(scores.evaluator == "Shrunk") & (scores.truth == cfg["truth"][0])]
+    assert len(mine) == 2 * len(cfg["tasks"]) * len(ev["calibrators"]) * len(ev["sizes"])
+    table = out.stdout.split("pseudo-real study")[1]
+    row = next(line for line in table.splitlines() if line.startswith("Shrunk"))
+    assert float(row.split()[1]) == pytest.approx(mine.cmee.mean(), abs=1e-5)
+
+
+def test_a_league_run_on_a_finished_run_adds_only_its_batch(tiny_run, tmp_path):
+    """``league: true`` on the finished tiny study, dry: its batches are up to date, so
+    only the league's late batch (per network, and the synthetic one) and the
+    collections would run. (The league run itself: test_league's slow test.)"""
+    for package in ("probmetrics", "catboost", "calibration", "relplot", "netcal",
+                    "torchmetrics", "venn_abers", "probcal", "numba"):
+        pytest.importorskip(package)
+    work = tmp_path / "w"
+    shutil.copytree(tiny_run.parents[1], work, symlinks=True)
+    cfg = {**tiny_config(), "league": True}
+    keep = ["--rerun-triggers", "mtime", "input", "software-env", "code"]
+    dry = run_snakemake(work, "-n", "--cores", "2", *keep, config=cfg)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    rules = {}
+    for line in (dry.stdout + dry.stderr).splitlines():
+        m = re.match(r"^(\w+)\s+(\d+)$", line.strip())
+        if m and m.group(1) != "total":
+            rules[m.group(1)] = int(m.group(2))
+    assert {k: v for k, v in rules.items() if "evaluate" in k} == {
+        "evaluate_batch2": 2, "synthetic_evaluate_batch2": 1}, rules
+    assert not {"split", "train", "export_logits", "truth", "calibrate_binary"} & set(rules)
