@@ -1,7 +1,16 @@
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+# One core per xdist worker (the README's command starts one per core): a
+# worker's BLAS and OpenMP pools at one thread, so that the workers do not
+# oversubscribe the cores (set before numpy loads; the workflow's jobs set
+# their own, core/runtime.py).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
 
 import fitontest  # noqa: F401  first: its import pins the CPU code before numpy loads (core/pins.py)
 
