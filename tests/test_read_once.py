@@ -27,46 +27,36 @@ def _model(seed: int = 0):
     return p, y
 
 
+def _count(monkeypatch, module, name: str, record) -> list:
+    """Patch ``module.name`` to note ``record(first argument)`` of every call and
+    run the real function; the notes."""
+    calls: list = []
+    real = getattr(module, name)
+
+    def counted(first, *args, **kw):
+        calls.append(record(first))
+        return real(first, *args, **kw)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
 @pytest.fixture
 def reads(monkeypatch):
     """How many times predictions.read ran."""
-    calls = []
-    real = predictions.read
-
-    def counted(*args, **kw):
-        calls.append(args[0])
-        return real(*args, **kw)
-
-    monkeypatch.setattr(predictions, "read", counted)
-    return calls
+    return _count(monkeypatch, predictions, "read", lambda a: a)
 
 
 @pytest.fixture
 def value_passes(monkeypatch):
     """The passes over a binary sample's values (check_scores / check_labels)."""
-    calls = []
-    real = validation._float_1d
-
-    def counted(values, *args, **kw):
-        calls.append(np.shape(values))
-        return real(values, *args, **kw)
-
-    monkeypatch.setattr(validation, "_float_1d", counted)
-    return calls
+    return _count(monkeypatch, validation, "_float_1d", np.shape)
 
 
 @pytest.fixture
 def array_checks(monkeypatch):
     """The shapes given to the one "real numeric array" check."""
-    calls = []
-    real = validation.check_array_real
-
-    def counted(a, *args, **kw):
-        calls.append(np.shape(a))
-        return real(a, *args, **kw)
-
-    monkeypatch.setattr(validation, "check_array_real", counted)
-    return calls
+    return _count(monkeypatch, validation, "check_array_real", np.shape)
 
 
 @pytest.mark.parametrize("mode", ["confidence", "classwise"])
