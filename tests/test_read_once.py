@@ -131,9 +131,11 @@ def test_checked_trusts_exactly_the_arrays_handed_down():
     y64 = y.astype(np.float64)
     for a in (s, y, y64):
         a.setflags(write=False)
-    with validation.checked((s, s), (y, y64)):
+    with validation.checked(s, y64):
         assert validation.check_scores(s) is s
-        assert validation.check_labels(y) is y64
+        assert validation.check_labels(y64) is y64
+        # the int labels the float64 ones were made from are not the array checked
+        assert validation.check_labels(y) is not y64
         # an equal array is not the one checked, and a bad one is still an error
         with pytest.raises(ValueError, match=r"must lie in \[0, 1\]"):
             validation.check_scores(np.array([0.2, 1.7]))
@@ -145,7 +147,7 @@ def test_checked_trusts_exactly_the_arrays_handed_down():
 def test_checked_refuses_a_writable_array():
     s = np.array([0.2, 0.7])
     with pytest.raises(ValueError, match="read-only"):
-        with validation.checked((s, s)):
+        with validation.checked(s):
             pass
 
 

@@ -194,7 +194,7 @@ class BinaryTasks:
     def checked(self) -> Iterator[None]:
         """A block in which the tasks' arrays count as checked
         (:func:`fitontest.core.validation.checked`)."""
-        with checked(*((a, a) for task in self.tasks.values() for a in task)):
+        with checked(*(a for task in self.tasks.values() for a in task)):
             yield
 
 
@@ -215,12 +215,8 @@ def from_reading(reading: predictions.Reading, labels,
                          f"{y.shape[0]}")
     out = {}
     for key, spec in specs.items():
-        if task_kind(spec) == CONFIDENCE:
-            top = np.argmax(p, axis=1)
-            s, b = np.clip(p[np.arange(p.shape[0]), top], 0.0, 1.0), top == y
-        else:
-            k = check_class(spec, p.shape[1])
-            s, b = np.clip(p[:, k], 0.0, 1.0), y == k
+        s, b = (_confidence(p, y) if task_kind(spec) == CONFIDENCE
+                else _one_vs_rest(p, y, check_class(spec, p.shape[1])))
         # the labels as check_labels returns them (float64), made once here
         out[key] = (_read_only(s), _read_only(b.astype(np.float64)))
     return BinaryTasks(reading.kind, reading.by, int(p.shape[0]), int(p.shape[1]), out)

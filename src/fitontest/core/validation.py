@@ -22,10 +22,9 @@ import numpy as np
 
 EPS = 1e-16
 
-#: the arrays checked by the caller that built them, with what the checks return
-#: for each (:func:`checked`); per context, so threads and nested calls do not share it
-_CHECKED: ContextVar[tuple[tuple[np.ndarray, np.ndarray], ...]] = ContextVar(
-    "fitontest_checked", default=())
+#: the arrays checked by the caller that built them (:func:`checked`); per
+#: context, so threads and nested calls do not share it
+_CHECKED: ContextVar[tuple[np.ndarray, ...]] = ContextVar("fitontest_checked", default=())
 
 
 def check_array_real(a, name: str, *, bools: bool = False) -> np.ndarray:
@@ -71,19 +70,19 @@ def check_option(name: str, value: Any, allowed: Iterable[Any]) -> Any:
 
 
 @contextmanager
-def checked(*pairs: tuple[np.ndarray, np.ndarray]) -> Iterator[None]:
+def checked(*arrays: np.ndarray) -> Iterator[None]:
     """Within the block, :func:`check_scores` and :func:`check_labels` return
-    each ``given`` array of ``(given, checked)`` pairs as ``checked`` without a
-    pass over it: the caller that built them checked them once.
+    each of ``arrays`` as it is, without a pass over it: the caller that built
+    them checked them once (scores as float64 in [0, 1], labels as float64 0/1:
+    what the checks would return).
 
     Only the very objects (identity, not equal values) are trusted, and only
     read-only ones, so that nothing can change them after their check; an
     array derived from them (a resample, a slice) is checked as any other.
     """
-    for given, out in pairs:
-        if given.flags.writeable or out.flags.writeable:
-            raise ValueError("only read-only arrays can be handed down as checked")
-    token = _CHECKED.set(_CHECKED.get() + tuple(pairs))
+    if any(a.flags.writeable for a in arrays):
+        raise ValueError("only read-only arrays can be handed down as checked")
+    token = _CHECKED.set(_CHECKED.get() + arrays)
     try:
         yield
     finally:
@@ -91,11 +90,8 @@ def checked(*pairs: tuple[np.ndarray, np.ndarray]) -> Iterator[None]:
 
 
 def _already_checked(a) -> np.ndarray | None:
-    """What the checks return for ``a`` if a caller checked it (:func:`checked`), else None."""
-    for given, out in _CHECKED.get():
-        if a is given or a is out:
-            return out
-    return None
+    """``a`` if a caller checked it (:func:`checked`), else None."""
+    return a if any(a is c for c in _CHECKED.get()) else None
 
 
 def _first_bad(mask: np.ndarray) -> str:
